@@ -446,15 +446,24 @@ def engine_form(kind: str, inputs: list, engine: str, make_const: Callable[[Any,
         return kind, inputs
     if not kind.startswith("quantized::") and not (inputs and quantized_in_torch(inputs[0])):
         return kind, inputs
+    cl = kind.endswith("_channels_last")   # torch's NHWC path where its condition for QNNPACK fails at run time
     if kind in _MEANS:
         d = inputs[1].node if len(inputs) >= 2 else None
         dims = d.attrs.get("value") if d is not None and d.kind == "prim::Constant" else None
-        return ("quantized::mean_qnnpack" if isinstance(dims, (list, tuple)) and list(dims) == [2, 3] else kind), inputs
+        if not (isinstance(dims, (list, tuple)) and list(dims) == [2, 3]) or len(inputs) != 4:
+            return kind, inputs
+        return "quantized::mean_qnnpack", [*inputs, make_const(cl, BOOL)]
     if kind in _QNNPACK_TABLES:
         if kind.startswith("aten::") and len(inputs) != 1:
             return kind, inputs
         return "quantized::lut_qnnpack", [inputs[0], make_const(_QNNPACK_TABLES[kind], STR), *inputs[1:3]]
-    return _QNNPACK_FORMS[kind], inputs
+    new = _QNNPACK_FORMS[kind]
+    if "pool" in new:
+        want = 7 if "adaptive" not in new else 2
+        if len(inputs) != want:
+            return kind, inputs
+        return new, [*inputs, make_const(cl, BOOL)]
+    return new, inputs
 
 
 _SCALAR2 = frozenset({"quantized::add", "quantized::add_relu", "quantized::mul", "quantized::mul_relu"})

@@ -257,3 +257,41 @@ def test_torch_qnnpack_clamps_a_channels_last_tensor_as_if_it_were_nchw(op):
     right = f(x.contiguous())
     assert (f(x).int_repr() != right.int_repr()).any(), "torch computes this right now: the note can go"
     _same(activation.hardtanh_out(srq(x), 0.0, 6.0), right)
+
+
+class _CeilPool(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        import torch.ao.quantization as tq
+
+        self.q, self.dq = tq.QuantStub(), tq.DeQuantStub()
+        self.c = torch.nn.Conv2d(3, 12, 3, padding=1)
+
+    def forward(self, x):
+        y = self.c(self.q(x))
+        return self.dq(torch.nn.functional.avg_pool2d(y, 2, ceil_mode=True)), self.dq(
+            torch.nn.functional.adaptive_avg_pool2d(y, (2, 3)))
+
+
+def test_pools_torch_does_not_give_qnnpack_keep_the_conv_outputs_channels_last_rounding():
+    """With ``ceil_mode`` (or an adaptive output that does not divide the input) torch takes its own pool
+    even under qnnpack: on a conv's output its channels-last kernel, whose ties round otherwise than the
+    NCHW one (2x2 windows: a quarter of the values are ties). The ``*_qnnpack`` forms remember the layout."""
+    import torch.ao.quantization as tq
+
+    torch.manual_seed(1)
+    m = _CeilPool().eval()
+    m.qconfig = tq.get_default_qconfig("qnnpack")
+    tq.prepare(m, inplace=True)
+    m(torch.randn(2, 3, 7, 7))
+    tq.convert(m, inplace=True)
+    m.c.zero_point = 127   # odd: the two layouts' roundings differ at ties only then
+    x = torch.randn(2, 3, 7, 7, generator=torch.Generator().manual_seed(4))
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = [t.numpy() for t in m(x)]
+        model = srcore.from_torchscript(torch.jit.freeze(torch.jit.script(m)), (x,))
+    assert {"quantized::avg_pool2d_qnnpack", "quantized::adaptive_avg_pool2d_qnnpack"} <= {
+        n.kind for n in model.graph.all_nodes()}
+    for g, w in zip(srcore.StaticModule(model)(x.numpy()), want):
+        np.testing.assert_array_equal(g, w)

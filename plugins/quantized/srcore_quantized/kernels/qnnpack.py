@@ -130,7 +130,7 @@ def _pool_input(self, op: str):
 
 
 def avg_pool2d_out(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
-                   divisor_override=None, *, out=None):
+                   divisor_override=None, channels_last=False, *, out=None):
     """``aten::avg_pool2d`` with the qnnpack engine (``quantized::avg_pool2d_qnnpack``): QNNPACK's pool for
     a 4-D quint8 input without ceil_mode (torch's condition; padding counts as the zero point whatever
     ``count_include_pad`` and ``divisor_override`` say, as QNNPACK ignores them), else torch's own."""
@@ -139,8 +139,10 @@ def avg_pool2d_out(self, kernel_size, stride=(), padding=0, ceil_mode=False, cou
     op = "quantized::avg_pool2d_qnnpack"
     xq = _pool_input(self, op)
     if xq is None or ceil_mode:
-        return pool.avg_pool2d_out(self, kernel_size, stride, padding, ceil_mode, count_include_pad,
-                                   divisor_override, out=out)
+        from . import channels_last as cl
+
+        fallback = cl.avg_pool2d_channels_last_out if channels_last else pool.avg_pool2d_out
+        return fallback(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, out=out)
     k = pool._ntuple(kernel_size, 2, ())
     x = ints(xq).astype(np.int64)
     p = pool._ntuple(padding, 2, (0, 0))
@@ -150,7 +152,7 @@ def avg_pool2d_out(self, kernel_size, stride=(), padding=0, ceil_mode=False, cou
     return _pool(xq, sums, k[0] * k[1], out, op)
 
 
-def adaptive_avg_pool2d_out(self, output_size, *, out=None):
+def adaptive_avg_pool2d_out(self, output_size, channels_last=False, *, out=None):
     """``aten::adaptive_avg_pool2d`` with the qnnpack engine: QNNPACK's average pool with kernel = stride
     = input / output where the output divides the input and differs from it (torch's condition), else
     torch's own adaptive pool."""
@@ -166,10 +168,10 @@ def adaptive_avg_pool2d_out(self, output_size, *, out=None):
             k = (H // oh, W // ow)
             sums, _, _ = pool.avg_windows(ints(xq), k, k, 0, False, True, None)
             return _pool(xq, sums, k[0] * k[1], out, op)
-    return pool.adaptive_avg_pool2d_out(self, output_size, out=out)
+    return pool.adaptive_avg_pool2d_out(self, output_size, out=out, nhwc=True if channels_last else None)
 
 
-def mean_out(self, dim=None, keepdim=False, *, dtype=None, out=None):
+def mean_out(self, dim=None, keepdim=False, *, dtype=None, channels_last=False, out=None):
     """``aten::mean`` with the qnnpack engine (``quantized::mean_qnnpack``): QNNPACK's global average pool
     (the average pool's rounding over the whole plane) for a 4-D quint8 input over dims ``[2, 3]``
     exactly as written (torch's condition), else torch's own mean."""
@@ -179,7 +181,10 @@ def mean_out(self, dim=None, keepdim=False, *, dtype=None, out=None):
     xq = _pool_input(self, op)
     dims = list(dim) if isinstance(dim, (list, tuple)) else None
     if xq is None or dims != [2, 3] or dtype is not None:
-        return pool.mean_out(self, dim, keepdim, dtype=dtype, out=out)
+        from . import channels_last as cl
+
+        fallback = cl.mean_channels_last_out if channels_last else pool.mean_out
+        return fallback(self, dim, keepdim, dtype=dtype, out=out)
     sums = ints(xq).astype(np.int64).sum(axis=(2, 3), keepdims=True)
     if out is not None and not keepdim:
         out = out.reshape(out.shape + (1, 1))
