@@ -90,10 +90,10 @@ def packed_arith(engine: str, kind: str, w, groups: int = 1, output_padding=()) 
     """Which library's arithmetic torch packs a quantized ``kind`` ("linear" or "conv") weight ``w`` for
     with quantized engine ``engine``: "onednn" with engine onednn; with engine x86, "onednn" for a conv
     on a CPU with AVX512-VNNI whose weights are symmetric, with groups <= 100 and no output padding
-    (torch checks the OS too: Linux only), fbgemm's otherwise; "fbgemm" for fbgemm (and qnnpack, whose
-    own arithmetic srcore does not reproduce)."""
-    if engine == "onednn":
-        return "onednn"
+    (torch checks the OS too: Linux only), fbgemm's otherwise; "fbgemm" for fbgemm; "qnnpack" for qnnpack
+    (QNNPACK's int32 bias and float requantization)."""
+    if engine in ("onednn", "qnnpack"):
+        return engine
     if engine == "x86" and kind == "conv" and sys.platform.startswith("linux") and cpu_features.has_avx512_vnni() \
             and groups <= 100 and symmetric(w) and not any(output_padding):
         return "onednn"
@@ -162,7 +162,7 @@ def _conv_transpose(torch, obj, name: str, constant: Callable[[str, Any], Any], 
     output_padding = tuple(acc("output_padding")(obj))
     groups = int(acc("groups")(obj))
     arith = packed_arith(torch.backends.quantized.engine, "conv", w, groups, output_padding)
-    if arith != "fbgemm":
+    if arith == "onednn":
         # torch 2.13's oneDNN deconvolution is tens of quantization steps off conv_transpose2d of its own
         # unpacked weight (fbgemm's is exact): nothing srcore could reproduce bit for bit
         raise ValueError(f"{cls}: a transposed convolution packed for oneDNN (quantized engine "
@@ -215,6 +215,10 @@ def _cell(torch, obj, name: str, constant: Callable[[str, Any], Any]) -> Cell:
     if b_ih is None or b_hh is None:
         raise ValueError(f"{CELL} without biases is not supported")
     fp16 = kind == "quantized_fp16"
+    if not fp16 and torch.backends.quantized.engine == "qnnpack":
+        raise ValueError(f"{CELL}: torch's qnnpack engine runs a dynamic LSTM / GRU on QNNPACK's dynamic linear, "
+                         "which srcore does not reproduce in its recurrent kernels; import with the x86 or fbgemm "
+                         "quantized engine")
     if fp16:
         w_ih, w_hh = _fp16(torch, w_ih), _fp16(torch, w_hh)
     return Cell(constant(f"{name}.weight_ih", w_ih), constant(f"{name}.bias_ih", b_ih),
@@ -298,8 +302,9 @@ def lower(kind: str, inputs: list, make_const: Callable[[Any, Any], Any]) -> tup
         return op, [rest[0], packed.weight, packed.bias]
     if want == "linear":
         # (X, packed, scale, zp) -> (X, W, B, scale, zp, arith); dynamic: (X, packed, reduce_range) -> (X, W, B, rr)
-        if op.endswith("_dynamic"):  # always fbgemm's arithmetic (docs/quantization.md)
-            return op, [rest[0], packed.weight, packed.bias, *rest[1:]]
+        if op.endswith("_dynamic"):  # fbgemm's arithmetic, or QNNPACK's (engine qnnpack); never oneDNN's
+            arith = "qnnpack" if packed.arith == "qnnpack" else "fbgemm"
+            return op, [rest[0], packed.weight, packed.bias, *rest[1:2], make_const(arith, STR)]
         return op, [rest[0], packed.weight, packed.bias, *rest[1:], make_const(packed.arith, STR)]
     ints = ListType(INT)
     packed = _with_dims(kind, op, packed)
@@ -348,7 +353,9 @@ _KEEPS_LAYOUT = frozenset({"aten::relu", "aten::relu_", "aten::hardtanh", "aten:
                            "quantized::add", "quantized::add_relu", *_ADD_LAYOUTS.values(), "quantized::hardswish",
                            "aten::max_pool2d",
                            "aten::quantized_max_pool2d", "aten::adaptive_avg_pool2d",
-                           "quantized::avg_pool2d_channels_last", "quantized::adaptive_avg_pool2d_channels_last"})
+                           "quantized::avg_pool2d_channels_last", "quantized::adaptive_avg_pool2d_channels_last",
+                           "quantized::add_qnnpack", "quantized::add_relu_qnnpack", "quantized::avg_pool2d_qnnpack",
+                           "quantized::adaptive_avg_pool2d_qnnpack", "quantized::lut_qnnpack"})
 
 
 #: quantized cats: torch's output is channels-last when every input is (any dim), else NCHW
@@ -383,6 +390,80 @@ def channels_last_in_torch(value) -> bool:
             return False
         value = node.inputs[0]
     return False
+
+
+#: torch ops that run QNNPACK's kernels when torch's quantized engine is qnnpack -> srcore's forms for them
+#: (each falls back to torch's own kernel where torch's condition for QNNPACK does not hold at run time)
+_QNNPACK_FORMS = {"quantized::add": "quantized::add_qnnpack", "quantized::add_relu": "quantized::add_relu_qnnpack",
+                  "quantized::add_channels_last": "quantized::add_qnnpack",
+                  "quantized::add_relu_channels_last": "quantized::add_relu_qnnpack",
+                  "quantized::add_mixed_layout": "quantized::add_qnnpack",
+                  "quantized::add_relu_mixed_layout": "quantized::add_relu_qnnpack",
+                  "aten::avg_pool2d": "quantized::avg_pool2d_qnnpack",
+                  "quantized::avg_pool2d_channels_last": "quantized::avg_pool2d_qnnpack",
+                  "aten::adaptive_avg_pool2d": "quantized::adaptive_avg_pool2d_qnnpack",
+                  "quantized::adaptive_avg_pool2d_channels_last": "quantized::adaptive_avg_pool2d_qnnpack"}
+
+
+#: ops whose output is quantized when their first input is (what :func:`quantized_in_torch` walks through)
+_KEEPS_QUANTIZED = frozenset({"aten::relu", "aten::relu_", "aten::hardtanh", "aten::hardtanh_", "aten::clamp",
+                              "aten::clamp_", "aten::relu6", "aten::dropout", "aten::dropout_", "aten::max_pool2d",
+                              "aten::quantized_max_pool2d", "aten::avg_pool2d", "aten::adaptive_avg_pool2d",
+                              "aten::flatten", "aten::reshape", "aten::view", "aten::contiguous", "aten::hardsigmoid",
+                              "aten::sigmoid", "aten::tanh", "aten::leaky_relu", "aten::upsample_nearest2d",
+                              "aten::cat", "prim::ListConstruct", "aten::mean", "aten::permute", "aten::clone"})
+
+
+def quantized_in_torch(value) -> bool:
+    """Whether ``value`` is a quantized tensor in torch, as far as its producers say: made by a
+    ``quantized::`` op or ``quantize_per_tensor`` / ``quantize_per_channel``, directly or through ops
+    that keep their first input's dtype (:data:`_KEEPS_QUANTIZED`); False where that cannot be told."""
+    for _ in range(256):
+        node = getattr(value, "node", None)
+        if node is None:
+            return False
+        kind = node.kind.split(".")[0]
+        if kind.startswith("quantized::") or kind in ("aten::quantize_per_tensor", "aten::quantize_per_channel"):
+            return True
+        if kind not in _KEEPS_QUANTIZED or not node.inputs:
+            return False
+        value = node.inputs[0]
+    return False
+
+
+#: torch's activations QNNPACK computes by a lookup table -> the table's function
+_QNNPACK_TABLES = {"aten::sigmoid": "sigmoid", "aten::tanh": "tanh", "aten::hardsigmoid": "hardsigmoid",
+                   "quantized::hardswish": "hardswish"}
+_MEANS = ("aten::mean", "quantized::mean_channels_last")
+
+
+def engine_form(kind: str, inputs: list, engine: str, make_const: Callable[[Any, Any], Any]) -> tuple[str, list]:
+    """The op and inputs for torch node ``kind`` (after :func:`channels_last_kind`) under torch's quantized
+    ``engine``: with ``qnnpack``, the ops torch then runs on QNNPACK's kernels (its add of two quint8
+    tensors, its average pools, its mean over dims [2, 3], its table activations) take their
+    ``*_qnnpack`` forms; unchanged otherwise. ``make_const(value, type)`` makes a constant."""
+    if engine != "qnnpack" or kind not in _QNNPACK_FORMS and kind not in _MEANS and kind not in _QNNPACK_TABLES:
+        return kind, inputs
+    if not kind.startswith("quantized::") and not (inputs and quantized_in_torch(inputs[0])):
+        return kind, inputs
+    cl = kind.endswith("_channels_last")   # torch's NHWC path where its condition for QNNPACK fails at run time
+    if kind in _MEANS:
+        d = inputs[1].node if len(inputs) >= 2 else None
+        dims = d.attrs.get("value") if d is not None and d.kind == "prim::Constant" else None
+        if not (isinstance(dims, (list, tuple)) and list(dims) == [2, 3]) or len(inputs) != 4:
+            return kind, inputs
+        return "quantized::mean_qnnpack", [*inputs, make_const(cl, BOOL)]
+    if kind in _QNNPACK_TABLES:
+        if kind.startswith("aten::") and len(inputs) != 1:
+            return kind, inputs
+        return "quantized::lut_qnnpack", [inputs[0], make_const(_QNNPACK_TABLES[kind], STR), *inputs[1:3]]
+    new = _QNNPACK_FORMS[kind]
+    if "pool" in new:
+        want = 7 if "adaptive" not in new else 2
+        if len(inputs) != want:
+            return kind, inputs
+        return new, [*inputs, make_const(cl, BOOL)]
+    return new, inputs
 
 
 _SCALAR2 = frozenset({"quantized::add", "quantized::add_relu", "quantized::mul", "quantized::mul_relu"})

@@ -214,6 +214,8 @@ class _Converter:
         self.env: dict[Any, Any] = {}
         self._anon = 0
         self.mkldnn = _mkldnn.Lowering(self.env, self.lowered_node)
+        # torch's quantized engine now: with qnnpack, torch runs some quantized ops on QNNPACK's kernels
+        self.quantized_engine = str(torch.backends.quantized.engine)
 
     def convert(self, ts_graph, arg_names) -> Graph:
         g = Graph()
@@ -296,6 +298,8 @@ class _Converter:
                     self.env[o] = None
                 return
         kind = _quantized.channels_last_kind(kind, inputs)   # torch's paths for a conv output (channels-last)
+        kind, inputs = _quantized.engine_form(kind, inputs, self.quantized_engine,   # QNNPACK's kernels (engine qnnpack)
+                                              lambda value, t: self.literal(value, t, dst, g))
         inputs = _quantized.scalar_first(kind, len(inputs) == 2 and n.inputsAt(0).type().kind() != "TensorType", inputs)
         out_types = [self.type_of(o, self.where(n)) for o in n.outputs()]
         names = [tc.clean_name(o.debugName()) for o in n.outputs()]

@@ -40,6 +40,15 @@ def _torchscript(model, x, kind):
         return torch.jit.freeze(scripted.eval()) if kind == "frozen" else scripted
 
 
+@pytest.fixture
+def restore_engine():
+    """torch's quantized engine put back after the test: left at qnnpack, it changed what later tests in
+    the same worker packed and ran (the x86 qconfig models of test_qconv3d.py and others)."""
+    before = torch.backends.quantized.engine
+    yield
+    torch.backends.quantized.engine = before
+
+
 def check(name, got, ref):
     bound = EXACT[name]
     if bound == "exact":
@@ -50,7 +59,7 @@ def check(name, got, ref):
 
 @pytest.mark.parametrize("name, kind", [pytest.param(m, k, marks=() if (m, k) == ("resnet_eager_x86", "frozen")
                                                      else pytest.mark.one_pass) for m, k in CASES])
-def test_quantized_model_imports_and_matches_torch(name, kind):
+def test_quantized_model_imports_and_matches_torch(name, kind, restore_engine):
     model, x, engine = qm.build(name)
     torch.backends.quantized.engine = engine
     ts = _torchscript(model, x, kind)
@@ -63,7 +72,7 @@ def test_quantized_model_imports_and_matches_torch(name, kind):
 
 
 @pytest.mark.one_pass
-def test_quantized_model_saves_with_its_parameters_and_inspects(tmp_path):
+def test_quantized_model_saves_with_its_parameters_and_inspects(tmp_path, restore_engine):
     model, x, engine = qm.build("resnet_eager_x86")
     torch.backends.quantized.engine = engine
     ts = _torchscript(model, x, "frozen")

@@ -520,6 +520,41 @@ def test_a_long_ascending_1d_sort_is_torchs_radix_sort():
         np.testing.assert_array_equal(got_i, i.numpy())
 
 
+class _Argsorts(torch.nn.Module):
+    def __init__(self, dim, descending, qdtype):
+        super().__init__()
+        self.dim, self.descending = dim, descending
+        self.qdtype = {"quint8": torch.quint8, "qint8": torch.qint8}[qdtype]
+
+    def forward(self, x):
+        q = torch.quantize_per_tensor(x, 0.5, 2, self.qdtype)
+        return (torch.argsort(q, dim=self.dim, descending=self.descending),
+                torch.argsort(q, dim=self.dim, descending=self.descending, stable=True),
+                torch.msort(q).int_repr(), torch.msort(q).q_zero_point())
+
+
+@EXAMPLES
+@given(data=st.data(), shape=st.lists(st.integers(1, 60), min_size=1, max_size=3), descending=st.booleans(),
+       spread=st.integers(1, 6), qdtype=st.sampled_from(["quint8", "qint8"]))
+def test_argsort_and_msort_match_torch(data, shape, descending, spread, qdtype):
+    """argsort (unstable and stable) and msort of a quantized tensor (refused before: no kernel): torch runs
+    its sort, so the unstable indices of ties are libstdc++'s (``kernels/stl_sort.py``); msort keeps the
+    input's parameters. Tie-heavy values."""
+    dim = data.draw(st.integers(-len(shape), len(shape) - 1))
+    x = torch.from_numpy(np.random.default_rng(sum(shape) + spread).integers(-spread, spread + 1, shape)
+                         .astype(np.float32))
+    m = _Argsorts(dim, descending, qdtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sm = srcore.StaticModule(srcore.from_torchscript(torch.jit.script(m), (x,)))
+        want = m(x)
+    ran = {(pn.node.kind, pn.fn.backend) for pn in sm.top.nodes if pn.fn is not None}
+    assert {("aten::argsort", "quantized_cpu"), ("aten::msort", "quantized_cpu")} <= ran, ran
+    got = sm(x.numpy())
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w.numpy() if isinstance(w, torch.Tensor) else w)
+
+
 class _FxBlock(torch.nn.Module):
     """What FX's x86 mapping quantizes of a block like _Block: instance norm, channel shuffle, ELU,
     quantized::matmul (of a transposed, non-contiguous view) and softmax; group norm and GELU stay float."""

@@ -167,7 +167,8 @@ def test_packed_arith_is_torchs_rule(monkeypatch):
     assert rule("x86", "conv", sym, groups=101) == "fbgemm"
     assert rule("x86", "conv", sym, output_padding=(1, 0)) == "fbgemm"
     assert rule("x86", "linear", sym) == "fbgemm"                     # x86 packs linears for fbgemm
-    assert rule("fbgemm", "conv", sym) == rule("qnnpack", "conv", sym) == "fbgemm"
+    assert rule("fbgemm", "conv", sym) == "fbgemm"
+    assert rule("qnnpack", "conv", sym) == rule("qnnpack", "linear", asym) == "qnnpack"   # test_qnnpack.py
     assert rule("onednn", "linear", sym) == rule("onednn", "conv", sym) == "onednn"
     vnni(monkeypatch, False)
     assert rule("x86", "conv", sym) == "fbgemm"

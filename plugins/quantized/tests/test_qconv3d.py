@@ -181,3 +181,39 @@ def test_models_import_and_match_torch(how):
             "quantized::qconv_transpose1d"} <= ran, ran
     for got, ref in zip(sm(x.numpy(), s.numpy()), want):
         np.testing.assert_array_equal(got, ref.numpy())
+
+
+@pytest.mark.full
+@pytest.mark.usefixtures("fbgemm")
+@settings(max_examples=300, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), transposed=st.booleans(), per_channel=st.booleans(), relu=st.booleans(),
+       k=st.tuples(*[st.integers(1, 3)] * 3), stride=st.integers(1, 2), bias_mag=st.sampled_from([0.01, 1.0, 30.0]),
+       xs=st.floats(0.005, 0.1), ys=st.floats(0.005, 0.3), yz=st.integers(0, 255))
+def test_conv3d_and_transposed_many_draws(seed, transposed, per_channel, relu, k, stride, bias_mag, xs, ys, yz):
+    """CI on this AMD machine once saw one conv3d model output one step off torch (1 of 2,304, weights from
+    an unseeded draw). Not reproduced: 300 draws here (and, by hand, 1,100 kernel draws and 140 seeds of
+    the model test) are bit for bit; requantization scales, bias magnitudes and weights vary more than in
+    the tests above. 7-bit activations, as the x86 qconfigs make them (fbgemm's AVX2 int16 pair sums)."""
+    rng = np.random.default_rng(seed)
+    cin, cout = int(rng.integers(1, 7)), int(rng.integers(1, 7))
+    x = torch._make_per_tensor_quantized_tensor(
+        torch.from_numpy(rng.integers(0, 128, (2, cin, 3, 5, 4)).astype(np.uint8)), xs, int(rng.integers(0, 128)))
+    shape = (cin, cout) + k if transposed else (cout, cin) + k
+    wf = torch.from_numpy(rng.standard_normal(shape).astype(np.float32) * 0.3)
+    if per_channel and not transposed:
+        w = torch.quantize_per_channel(wf, torch.from_numpy(rng.uniform(0.001, 0.01, cout)),
+                                       torch.zeros(cout, dtype=torch.long), 0, torch.qint8)
+    else:
+        w = torch.quantize_per_tensor(wf, float(rng.uniform(0.001, 0.01)), 0, torch.qint8)
+    b = torch.from_numpy((rng.standard_normal(cout) * bias_mag).astype(np.float32))
+    pad = [kk // 2 for kk in k]
+    if transposed:
+        packed = torch.ops.quantized.conv_transpose3d_prepack(w, b, [stride] * 3, pad, [0] * 3, [1] * 3, 1)
+        ref = torch.ops.quantized.conv_transpose3d(x, packed, ys, yz)
+        got = conv.qconv_transpose_out(srq(x), srq(w), b.numpy(), [stride] * 3, pad, [0] * 3, [1] * 3, 1, ys, yz)
+    else:
+        packed = torch.ops.quantized.conv3d_prepack(w, b, [stride] * 3, pad, [1] * 3, 1)
+        ref = (torch.ops.quantized.conv3d_relu if relu else torch.ops.quantized.conv3d)(x, packed, ys, yz)
+        got = (conv.qconv_relu_out if relu else conv.qconv_out)(srq(x), srq(w), b.numpy(), [stride] * 3, pad,
+                                                                [1] * 3, 1, ys, yz)
+    _same(got, ref)

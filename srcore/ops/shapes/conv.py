@@ -186,7 +186,8 @@ def max_pool(ctx: Ctx):
     return outs
 
 
-@rule("aten::avg_pool1d", "aten::avg_pool2d", "aten::avg_pool3d", "quantized::avg_pool2d_channels_last")
+@rule("aten::avg_pool1d", "aten::avg_pool2d", "aten::avg_pool3d", "quantized::avg_pool2d_channels_last",
+      "quantized::avg_pool2d_qnnpack")
 def avg_pool(ctx: Ctx):
     if ctx.known(6, "divisor_override", None) == 0:   # torch's check (the kernels divided by zero)
         raise ctx.fail("divisor must be not zero")
@@ -195,7 +196,8 @@ def avg_pool(ctx: Ctx):
 
 @rule("aten::adaptive_avg_pool1d", "aten::adaptive_avg_pool2d", "aten::adaptive_avg_pool3d",
       "aten::_adaptive_avg_pool2d", "aten::adaptive_max_pool1d", "aten::adaptive_max_pool2d",
-      "aten::adaptive_max_pool3d", "quantized::adaptive_avg_pool2d_channels_last")
+      "aten::adaptive_max_pool3d", "quantized::adaptive_avg_pool2d_channels_last",
+      "quantized::adaptive_avg_pool2d_qnnpack")
 def adaptive_pool(ctx: Ctx):
     x = ctx.tensor(0)
     n = _n_spatial(ctx.op)

@@ -159,7 +159,7 @@ def _same_dtype(ctx: Ctx, *positions) -> str | None:
 
 @rule("quantized::add", "quantized::add_relu", "quantized::mul", "quantized::mul_relu",
       "quantized::add_channels_last", "quantized::add_relu_channels_last", "quantized::add_mixed_layout",
-      "quantized::add_relu_mixed_layout")
+      "quantized::add_relu_mixed_layout", "quantized::add_qnnpack", "quantized::add_relu_qnnpack")
 def binary(ctx: Ctx):
     a, b = ctx.tensor(0), ctx.tensor(1)
     dtype = _same_dtype(ctx, 0, 1)
@@ -252,6 +252,26 @@ def unary_requantized(ctx: Ctx):
     if ctx.op in ("quantized::group_norm", "quantized::instance_norm") and x.shape is not None and len(x.shape) < 3:
         raise ctx.fail(f"expects an input of at least 3 dims (N, C, ...), got shape {x.shape}")
     return [TensorType(dtype, x.shape, known_qparams(ctx, dtype, x.shape, ctx.known(s), ctx.known(z)))]
+
+
+#: QNNPACK's fixed output parameters of its table activations (quantized::lut_qnnpack's fn)
+_LUT_FIXED = {"sigmoid": QParams(1.0 / 256, 0), "hardsigmoid": QParams(1.0 / 256, 0), "tanh": QParams(2.0 / 256, 128)}
+
+
+@rule("quantized::lut_qnnpack")
+def lut_qnnpack(ctx: Ctx):
+    """The output parameters: fixed for sigmoid / hardsigmoid / tanh of quint8 (torch's other kernels' for
+    qint8), given for hardswish, else the input's."""
+    x = ctx.tensor(0)
+    dtype = _same_dtype(ctx, 0)
+    fn = ctx.known(1, "fn")
+    if fn in _LUT_FIXED:
+        q = _LUT_FIXED[fn] if dtype == "quint8" else FIXED_QPARAMS[f"aten::{fn}"].get(dtype)
+    elif ctx.known(2, "output_scale") is None:
+        q = x.qparams
+    else:
+        q = known_qparams(ctx, dtype, x.shape, ctx.known(2), ctx.known(3))
+    return [TensorType(dtype, x.shape, q)]
 
 
 @rule("quantized::relu6", "quantized::threshold", "quantized::clamp", "quantized::dropout")
@@ -428,11 +448,13 @@ KEEPS_QPARAMS = frozenset(f"aten::{n}" for n in (
     "upsample_nearest1d", "upsample_nearest2d", "upsample_nearest3d", "upsample_bilinear2d",
     "_upsample_nearest_exact2d", "_upsample_nearest_exact3d", "reflection_pad1d", "reflection_pad2d", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "cat", "concat",
     "stack", "chunk", "split", "unbind", "flip", "roll", "pad", "constant_pad_nd", "max", "min", "amax", "amin", "sort",
+    "msort",
     "topk", "index_select", "gather", "masked_fill", "__getitem__", "unflatten", "movedim", "swapaxes",
     "to", "type_as", "copy_", "fill_", "identity", "diagonal", "tensor_split", "repeat_interleave", "index", "unfold",
     "grid_sampler", "grid_sampler_2d", "std",
 )) | {"quantized::mean_channels_last", "quantized::avg_pool2d_channels_last", "quantized::std_channels_last",
-     "quantized::adaptive_avg_pool2d_channels_last", "quantized::max_pool1d", "quantized::max_pool2d"}
+     "quantized::adaptive_avg_pool2d_channels_last", "quantized::max_pool1d", "quantized::max_pool2d",
+     "quantized::avg_pool2d_qnnpack", "quantized::adaptive_avg_pool2d_qnnpack", "quantized::mean_qnnpack"}
 
 #: aten ops whose quantized output has fixed parameters, by dtype (torch's)
 FIXED_QPARAMS: dict[str, dict[str, QParams]] = {

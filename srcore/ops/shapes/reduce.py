@@ -47,7 +47,8 @@ def _sum_dtype(d, op):
     return d
 
 
-@rule("aten::sum", "aten::mean", "aten::prod", "aten::nansum", "aten::nanmean", "quantized::mean_channels_last")
+@rule("aten::sum", "aten::mean", "aten::prod", "aten::nansum", "aten::nanmean", "quantized::mean_channels_last",
+      "quantized::mean_qnnpack")
 def reduction(ctx: Ctx):
     """``op(x, dtype)`` -> 0-d; ``op(x, dim, keepdim, dtype)`` (prod: one int dim); sum of a list."""
     if ctx.args and not ctx.is_tensor(0):  # sum.int(int[] self) -> int

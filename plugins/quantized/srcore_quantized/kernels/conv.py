@@ -18,9 +18,10 @@ from srcore.plugin import int8_onednn as onednn
 from ._common import (F32, buffer, channels_last_buffer, dequant_scalar, ints, output_qparams, quant_scalar,
                       require_per_tensor, require_quantized, wrap)
 from .gemm import act_bound, int_matmul, packed, packed_int8, requantize, weight_params
+from . import qnnpack
 
 #: the arithmetic of torch's packed weights (the ops' ``arith`` argument, recorded by the importer)
-ARITHS = ("fbgemm", "onednn")
+ARITHS = ("fbgemm", "onednn", "qnnpack")
 
 
 def check_arith(arith: str, op: str) -> str:
@@ -270,6 +271,10 @@ def _qconv(qx, weight, bias, stride, padding, dilation, groups, output_scale, ou
     acc = conv_acc(ints(qx), qx.qparams.zero_point, weight, stride, padding, dilation, int(groups), qx.qdtype)
     w_scales = packed(weight).scales
     res = buffer(out, acc.shape, qx.qdtype)
+    if qaccum is None and arith == "qnnpack":
+        qnnpack.requantize(acc, qx.qparams.scale, w_scales, weight_scales64(weight), bias, q.scale, q.zero_point,
+                           qx.qdtype, relu, res, axis=1)
+        return wrap(res, qx.qdtype, q)
     if qaccum is None and arith == "onednn":
         y = onednn.scaled(np.moveaxis(acc, 1, -1), qx.qparams.scale, w_scales, bias, "conv")
         onednn.requantize(y, q.scale, q.zero_point, qx.qdtype, relu, np.moveaxis(res, 1, -1))
@@ -436,8 +441,8 @@ def qconv_transpose_out(qx, weight, bias, stride, padding, output_padding, dilat
     (:func:`conv_transpose_acc`), then fbgemm's requantization (the importer refuses weights packed
     for oneDNN, whose deconvolution torch computes otherwise)."""
     op = "quantized::qconv_transpose"
-    if check_arith(arith, op) != "fbgemm":
-        raise KernelError(f"{op}: only fbgemm's arithmetic is implemented, not {arith!r}")
+    if check_arith(arith, op) == "onednn":
+        raise KernelError(f"{op}: oneDNN's transposed convolution is not reproduced (quantize with fbgemm)")
     require_per_tensor(qx, op)
     require_quantized(weight, op, "weight")
     if qx.ndim != weight.ndim:
@@ -448,5 +453,16 @@ def qconv_transpose_out(qx, weight, bias, stride, padding, output_padding, dilat
     cout = acc.shape[1]
     w_scales = np.full(cout, weight_params_transposed(weight)[0], F32)
     res = buffer(out, acc.shape, qx.qdtype)
-    requantize(acc, qx.qparams.scale, w_scales, bias, q.scale, q.zero_point, qx.qdtype, False, res, axis=1)
+    if arith == "qnnpack":
+        w64 = np.full(cout, float(weight.qparams.scale))
+        qnnpack.requantize(acc, qx.qparams.scale, w_scales, w64, bias, q.scale, q.zero_point, qx.qdtype, False, res,
+                           axis=1)
+    else:
+        requantize(acc, qx.qparams.scale, w_scales, bias, q.scale, q.zero_point, qx.qdtype, False, res, axis=1)
     return wrap(res, qx.qdtype, q)
+
+
+def weight_scales64(w) -> np.ndarray:
+    """The weight's scales per output channel (axis 0) as torch holds them: double."""
+    q = w.qparams
+    return np.full(w.shape[0], float(q.scale)) if q.axis is None else np.asarray(q.scale, np.float64)

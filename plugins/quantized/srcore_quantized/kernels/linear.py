@@ -8,7 +8,8 @@ from srcore.plugin import int8_onednn as onednn
 
 from ._common import F32, buffer, ints, output_qparams, quant_tensor, require_per_tensor, require_quantized, wrap
 from .convert import choose_qparams
-from .conv import check_arith
+from . import qnnpack
+from .conv import check_arith, weight_scales64
 from .gemm import act_bound, dequantize_acc, int_matmul, packed, packed_int8, requantize
 
 
@@ -57,7 +58,10 @@ def _qlinear(X, W, B, Y_scale_i, Y_zero_point_i, relu, out, op, arith):
     acc = _acc(ints(X), X.qparams.zero_point, W, X.qdtype)
     w_scales = packed(W).scales
     res = buffer(out, shape, X.qdtype)
-    if arith == "onednn":
+    if arith == "qnnpack":
+        qnnpack.requantize(acc, X.qparams.scale, w_scales, weight_scales64(W), B, q.scale, q.zero_point, X.qdtype,
+                           relu, res.reshape(acc.shape))
+    elif arith == "onednn":
         y = onednn.scaled(acc, X.qparams.scale, w_scales, B, "linear")
         onednn.requantize(y, q.scale, q.zero_point, X.qdtype, relu, res.reshape(acc.shape))
     else:
@@ -75,26 +79,33 @@ def qlinear_relu_out(X, W, B, Y_scale_i, Y_zero_point_i, arith="fbgemm", *, out=
     return _qlinear(X, W, B, Y_scale_i, Y_zero_point_i, True, out, "quantized::qlinear_relu", arith)
 
 
-def _dynamic(X, W, B, reduce_range, relu, out, op):
+def _dynamic(X, W, B, reduce_range, relu, out, op, arith="fbgemm"):
+    if arith not in ("fbgemm", "qnnpack"):
+        raise KernelError(f"{op}: arith={arith!r} is not fbgemm or qnnpack")
     require_quantized(W, op, "weight")
     x = np.asarray(X, np.float32)
     _check(x.shape, W, op)
     lo, hi = (float(x.min()), float(x.max())) if x.size else (0.0, 0.0)
-    scale, zp = choose_qparams(lo, hi, 0, 255, bool(reduce_range))
+    # QNNPACK quantizes the input to the full 8 bits whatever reduce_range says
+    scale, zp = choose_qparams(lo, hi, 0, 255, bool(reduce_range) and arith == "fbgemm")
     xq = quant_tensor(x, scale, zp, "quint8")
     acc = _acc(xq, zp, W, "quint8")
     w_scales = packed(W).scales
-    res = dequantize_acc(acc, scale, w_scales, B, relu).reshape(x.shape[:-1] + (W.shape[0],))
+    if arith == "qnnpack":
+        res = qnnpack.dequantize_acc(acc, scale, w_scales, B, relu).reshape(x.shape[:-1] + (W.shape[0],))
+    else:
+        res = dequantize_acc(acc, scale, w_scales, B, relu).reshape(x.shape[:-1] + (W.shape[0],))
     if out is None:
         return res
     out[...] = res
     return out
 
 
-def qlinear_dynamic_out(X, W, B, reduce_range=False, *, out=None):
-    """``quantized::linear_dynamic``: X quantized per call (quint8, from its min and max), float result."""
-    return _dynamic(X, W, B, reduce_range, False, out, "quantized::qlinear_dynamic")
+def qlinear_dynamic_out(X, W, B, reduce_range=False, arith="fbgemm", *, out=None):
+    """``quantized::linear_dynamic``: X quantized per call (quint8, from its min and max), float result;
+    ``arith``: fbgemm's or QNNPACK's (engine qnnpack)."""
+    return _dynamic(X, W, B, reduce_range, False, out, "quantized::qlinear_dynamic", arith)
 
 
-def qlinear_relu_dynamic_out(X, W, B, reduce_range=False, *, out=None):
-    return _dynamic(X, W, B, reduce_range, True, out, "quantized::qlinear_relu_dynamic")
+def qlinear_relu_dynamic_out(X, W, B, reduce_range=False, arith="fbgemm", *, out=None):
+    return _dynamic(X, W, B, reduce_range, True, out, "quantized::qlinear_relu_dynamic", arith)

@@ -54,6 +54,8 @@ def sort_stable(info):
 
 sort_unstable = _when_self_quantized("reduce:sort_unstable")
 topk = _when_self_quantized("reduce:topk")
+argsort = _when_self_quantized("reduce:argsort")
+argsort_stable = _when_self_quantized("reduce:argsort_stable")
 
 
 def grid_sampler(info):

@@ -225,3 +225,19 @@ def topk(self, k, dim=-1, largest=True, sorted=True):
     if a.ndim == 0:
         vals, idx = vals.reshape(()), idx.reshape(())
     return wrap(np.ascontiguousarray(vals), x.qdtype, x.qparams), np.ascontiguousarray(idx)
+
+
+def argsort(self, dim=-1, descending=False):
+    """``aten::argsort`` of a quantized tensor: torch runs its sort (:func:`sort_unstable`) and returns
+    the indices, so ties come in libstdc++'s order."""
+    return sort_unstable(self, dim, descending)[1]
+
+
+def argsort_stable(self, *, stable=None, dim=-1, descending=False):
+    """``aten::argsort.stable``: the stable sort's indices for ``stable=True``, torch's unstable order else."""
+    return sort_unstable(self, dim, descending, stable=stable)[1]
+
+
+def msort(self):
+    """``aten::msort``: the values of torch's sort along dim 0, the input's parameters."""
+    return sort_unstable(self, 0, False)[0]
