@@ -2,10 +2,10 @@
 those ONNX defines by a function body and the newest opsets': SequenceMap (one and two sequences, a
 tensor input, two outputs, elements of different lengths, a body with its own Loop-free ops), BitCast-26
 (float32 <-> uint32 exponent tricks, float16, float64, bfloat16), CausalConvWithState-27
-(Mamba's stateful depthwise causal conv, with and without past state, bias and SiLU), CumProd-26
-(exclusive, reverse); onnxruntime is the reference. ``REFUSED``: Bernoulli (random), a
-LinearAttention-27 whose function body srcore cannot convert, a BitCast between widths, refused
-naming the node.
+(Mamba's stateful depthwise causal conv, with and without past state, bias and SiLU), LinearAttention-27
+(every update rule, grouped heads, a past state, a dynamic batch and length), CumProd-26 (exclusive,
+reverse); onnxruntime is the reference. ``REFUSED``: Bernoulli (random), a BitCast between widths,
+refused naming the node.
 
 ``CASES``: name -> (ModelProto, feeds, other feeds or None). Built at import (small).
 """
@@ -99,6 +99,37 @@ CASES["causal_conv_with_state27"] = (model([
     [c("w", _r(_C, 1, _K)), c("b", _r(_C))], opset=27),
     {"x": _r(2, _C, 6), "st": _r(2, _C, _K - 1)}, {"x": _r(1, _C, 1), "st": _r(1, _C, _K - 1)})
 
+# --- LinearAttention-27 (ONNX's function body: a Scan over time whose state is undeclared in the body) ----
+_H, _KV, _D, _T = 4, 2, 4, 5
+
+
+def _linear_attention(rule: str, extra: list, past: bool):
+    ins = ["q", "k", "v", "past" if past else "", *extra]
+    while ins[-1] == "":
+        ins.pop()
+    decl = [vi("q", F, ["b", "t", _H * _D]), vi("k", F, ["b", "t", _KV * _D]), vi("v", F, ["b", "t", _KV * _D])]
+    decl += [vi("past", F, ["b", _KV, _D, _D])] if past else []
+    decl += [vi(n, F, ["b", "t", _KV]) for n in extra if n]
+    return model([h.make_node("LinearAttention", ins, ["y", "state"], q_num_heads=_H, kv_num_heads=_KV,
+                              update_rule=rule, name="la")], decl, [vi("y", F, None), vi("state", F, None)], opset=27)
+
+
+def _la_feeds(b: int, t: int, extra: list, past: bool):
+    fd = {"q": _r(b, t, _H * _D), "k": _r(b, t, _KV * _D) * 0.3, "v": _r(b, t, _KV * _D)}
+    if past:
+        fd["past"] = _r(b, _KV, _D, _D) * 0.1
+    if "g" in extra:
+        fd["g"] = -np.abs(_r(b, t, _KV))
+    if "beta" in extra:
+        fd["beta"] = rng.uniform(0, 1, (b, t, _KV)).astype(np.float32)
+    return fd
+
+
+for _rule, _extra, _past in (("linear", [], False), ("gated", ["g"], True), ("delta", ["", "beta"], False),
+                             ("gated_delta", ["g", "beta"], True)):
+    CASES[f"linear_attention27_{_rule}"] = (_linear_attention(_rule, _extra, _past), _la_feeds(2, _T, _extra, _past),
+                                            _la_feeds(1, 1, _extra, _past))
+
 # --- CumProd-26 (onnxruntime 1.32 has no Swish-24) -------------------------------------------------------
 CASES["cumprod26"] = (model([
     h.make_node("CumProd", ["x", "ax"], ["p"]),
@@ -114,11 +145,6 @@ REFUSED = {
     "bernoulli22": (model([h.make_node("Sigmoid", ["x"], ["p"]), h.make_node("Bernoulli", ["p"], ["y"], name="coin")],
                           [vi("x", F, [3, 4])], [vi("y", F, None)], opset=22),
                     r"Bernoulli node 'coin': op not supported by srcore"),
-    # expanded, but its Scan body's state has no rank ONNX infers
-    "linear_attention27": (model([h.make_node("LinearAttention", ["q", "k", "v"], ["y", "state"], q_num_heads=2,
-                                              kv_num_heads=2, update_rule="linear", name="la")],
-                                 [vi(n, F, [1, 5, 8]) for n in "qkv"], [vi("y", F, None), vi("state", F, None)], opset=27),
-                           r"node 'la/LinearAttention:[^']+': the rank of input 0 \('\w+'\) is unknown"),
     "bitcast_widths": (model([h.make_node("BitCast", ["x"], ["y"], to=T.INT32, name="bc")],
                              [vi("x", T.FLOAT16, [3])], [vi("y", T.INT32, None)], opset=26),
                        r"BitCast node 'bc': bit cast from float16 to int32: their widths differ"),
