@@ -883,5 +883,7 @@ GRID = {
     "nerf_render": (nerf_render, ALL[:4], 1e-4),
     "tacotron_decoder": (tacotron_decoder, ALL, 1e-4),
     "mmoe": (mmoe, ALL, 1e-4),
-    "dtype_mix": (dtype_mix, ALL, 1e-4),
+    # its float16 sum: trt_like's fused kernel rounds to float16 once, torch after every op (cpu: exact);
+    # 2e-3 is two float16 steps (measured: 9.0e-4, one step)
+    "dtype_mix": (dtype_mix, ALL, 2e-3),
 }
