@@ -9,6 +9,8 @@ are left alone; a body that itself needs an unconverted op is expanded again (a 
 """
 from __future__ import annotations
 
+import functools
+
 from ...errors import ConversionError
 
 #: the domain of the local functions made here (inlined before conversion: never seen in a graph)
@@ -52,20 +54,26 @@ def expand_function_ops(onnx, proto, opset: int, where: str):
 def _schema_to_expand(onnx, node, opset: int):
     """The schema of ``node`` if it is a default-domain op the converter table lacks at this version and
     ONNX defines it by a function at ``opset``; else None."""
+    if node.domain not in ("", "ai.onnx") or not _expandable(node.op_type, opset):
+        return None
+    return onnx.defs.get_schema(node.op_type, opset, "")
+
+
+@functools.lru_cache(maxsize=None)
+def _expandable(op_type: str, opset: int) -> bool:
+    """(Cached: every node of every model loaded is asked.)"""
+    import onnx
+
     from .ops import TABLE
 
-    if node.domain not in ("", "ai.onnx"):
-        return None
     try:
-        schema = onnx.defs.get_schema(node.op_type, opset, "")
+        schema = onnx.defs.get_schema(op_type, opset, "")
     except Exception:  # noqa: BLE001 - SchemaError: an unknown op, reported by the converter
-        return None
-    entry = TABLE.get(node.op_type)
+        return False
+    entry = TABLE.get(op_type)
     if entry is not None and schema.since_version in entry.versions:
-        return None
-    if _body_version(schema, opset) is None:
-        return None
-    return schema
+        return False
+    return _body_version(schema, opset) is not None
 
 
 def _body_version(schema, opset: int):
