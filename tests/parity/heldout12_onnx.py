@@ -61,6 +61,19 @@ CASES["sequencemap_two_seqs_two_outputs"] = (model([
     [c("w", _r(4, 5))], opset=17),
     {"x": _r(2, 3, 4), "y": _r(2, 3, 5)}, {"x": _r(4, 3, 4), "y": _r(4, 3, 5)})
 
+# a body reading an outer-scope value (the column maxima) and giving a second, int64 output (each
+# element's Shape), elements of 1 and 3 rows
+CASES["sequencemap_outer_scope_shapes"] = (model([
+    h.make_node("ReduceMax", ["x"], ["outer"], axes=[0], keepdims=1),
+    h.make_node("SplitToSequence", ["x", "sizes"], ["sq"], axis=0),
+    h.make_node("SequenceMap", ["sq"], ["o", "shapes"], name="m", body=h.make_graph(
+        [h.make_node("Mul", ["a", "outer"], ["b"]), h.make_node("Shape", ["a"], ["s"])], "body",
+        [vi("a", F, None)], [vi("b", F, None), vi("s", I64, None)])),
+    h.make_node("ConcatFromSequence", ["o"], ["y"], axis=0),
+    h.make_node("ConcatFromSequence", ["shapes"], ["ss"], axis=0, new_axis=1),
+], [vi("x", F, [4, 3])], [vi("y", F, [4, 3]), vi("ss", I64, [2, 2])], [c("sizes", _i(1, 3))], opset=17),
+    {"x": _r(4, 3)}, {"x": _r(4, 3)})
+
 # --- BitCast-26 ---------------------------------------------------------------------------------------
 # float32 -> uint32, the exponent field by shift and mask (a fast floor(log2|x|)), and back to float32
 # with the exponent replaced (x scaled into [1, 2)); float16 -> int16, float64 -> int64, bfloat16 (cast in
