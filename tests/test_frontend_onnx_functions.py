@@ -126,3 +126,21 @@ def test_scan_whose_body_declares_no_types_matches_onnxruntime(out_axis):
                  "x": rng.standard_normal((b, t, 3)).astype(np.float32)}
         for g, w in zip(sm(**feeds), _ort(m, feeds)):
             np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("opset", [17, 19, 21, 28])
+def test_sequence_map_in_a_file_of_a_newer_opset_matches_onnxruntime(opset):
+    """onnx builds SequenceMap's body at opset 17 only; onnx's inliner inlines only functions of the
+    model's opset, so the body is brought to it (unchanged ops: the opset set; else onnx's version
+    converter). The user's body, written at the file's opset, reads its axes from an input (ReduceMax-18)."""
+    axes_from_input = opset >= 18
+    reduce = (h.make_node("ReduceMax", ["a", "ax"], ["m"], keepdims=1) if axes_from_input
+              else h.make_node("ReduceMax", ["a"], ["m"], keepdims=1, axes=[0]))
+    m = _model([h.make_node("SplitToSequence", ["x"], ["sq"], axis=0, keepdims=0),
+                h.make_node("SequenceMap", ["sq"], ["o"], name="m",
+                            body=_body([reduce, h.make_node("Sub", ["a", "m"], ["b"])], ["a"], ["b"])),
+                h.make_node("ConcatFromSequence", ["o"], ["y"], axis=0, new_axis=1)],
+               [_vi("x", T.FLOAT, [4, 3])], [_vi("y", T.FLOAT, [4, 3])], opset,
+               [h.make_tensor("ax", T.INT64, [1], [0])])
+    x = np.random.default_rng(opset).standard_normal((4, 3)).astype(np.float32)
+    np.testing.assert_array_equal(srcore.StaticModule(srcore.from_onnx(m))(x=x), _ort(m, {"x": x})[0])

@@ -31,7 +31,7 @@ def expand_function_ops(onnx, proto, opset: int, where: str):
                 schema = _schema_to_expand(onnx, n, opset)
                 if schema is not None:
                     f = _body(onnx, n, schema, opset, types, where)
-                    if _convertible(onnx, f, opset):
+                    if f is not None and _convertible(onnx, f, opset):
                         made.append(_to_call(onnx, n, f, len(made), i, schema, opset))
         if not made:
             return proto
@@ -84,7 +84,7 @@ def _body_version(schema, opset: int):
 
 
 def _body(onnx, node, schema, opset: int, types: dict, where: str):
-    """``node``'s ONNX function body (a FunctionProto)."""
+    """``node``'s ONNX function body (a FunctionProto) at the model's opset, or None (see :func:`_at_opset`)."""
     version = _body_version(schema, opset)
     f = onnx.FunctionProto()
     try:
@@ -103,6 +103,47 @@ def _body(onnx, node, schema, opset: int, types: dict, where: str):
                               f"ONNX function body cannot be built: {exc}") from None
     if not any(o.domain in ("", "ai.onnx") for o in f.opset_import):
         f.opset_import.append(onnx.helper.make_opsetid("", version))
+    return _at_opset(onnx, f, node, opset)
+
+
+def _at_opset(onnx, f, node, opset: int):
+    """``f`` with its default-domain opset made the model's (onnx's inliner inlines only functions of
+    the model's opsets), when each op ONNX's body uses means the same at both (the same schema version;
+    the node's own subgraphs, written at the model's opset, aside); else None (not expanded)."""
+    own = {o for a in node.attribute for g in ([a.g] if a.HasField("g") else []) + list(a.graphs)
+           for sg in _graphs(g) for n in sg.node for o in n.output}
+    for o in f.opset_import:
+        if o.domain not in ("", "ai.onnx") or o.version == opset:
+            continue
+        for g in (f, *_graphs_of(f)):
+            for n in g.node:
+                if n.domain not in ("", "ai.onnx") or (n.output and set(n.output) <= own):
+                    continue
+                try:
+                    same = (onnx.defs.get_schema(n.op_type, o.version, "").since_version
+                            == onnx.defs.get_schema(n.op_type, opset, "").since_version)
+                except Exception:  # noqa: BLE001 - SchemaError
+                    same = False
+                if not same:
+                    return _converted(onnx, f, opset)
+        o.version = opset
+    return f
+
+
+def _converted(onnx, f, opset: int):
+    """Body ``f`` brought to ``opset`` by onnx's version converter (its adapters: what a version bump
+    changed), or None when it cannot."""
+    helper = onnx.helper
+    g = helper.make_graph(list(f.node), f.name or "body", [helper.make_value_info(i, onnx.TypeProto()) for i in f.input],
+                          [helper.make_value_info(o, onnx.TypeProto()) for o in f.output])
+    try:
+        up = onnx.version_converter.convert_version(helper.make_model(g, opset_imports=list(f.opset_import)), opset)
+    except Exception:  # noqa: BLE001 - the converter raises RuntimeError / ConvertError
+        return None
+    del f.node[:]
+    f.node.extend(up.graph.node)
+    del f.opset_import[:]
+    f.opset_import.extend(up.opset_import)
     return f
 
 
