@@ -45,6 +45,10 @@ def expand_function_ops(onnx, proto, opset: int, where: str):
         except Exception as exc:  # noqa: BLE001 - any onnx failure is the model's
             raise ConversionError(f"{where}: cannot expand {', '.join(sorted({f.name for f in made}))} into "
                                   f"their ONNX function bodies: {exc}") from None
+        left = [n for g in _graphs(proto.graph) for n in g.node if n.domain == DOMAIN]
+        if left:   # the inliner leaves a call it cannot inline: never passed on as an unknown domain
+            raise ConversionError(f"{where}: {left[0].op_type.rsplit('_', 1)[0]} node {left[0].name or '(unnamed)'!r}: "
+                                  f"onnx's inliner did not expand its ONNX function body")
         for i in reversed(range(len(proto.opset_import))):
             if proto.opset_import[i].domain == DOMAIN:
                 del proto.opset_import[i]
