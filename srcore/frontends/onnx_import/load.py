@@ -4,7 +4,8 @@ Every problem with the input is a ``ConversionError`` that names the file (and t
 tensor or node where it applies): a truncated or invalid file, an opset newer than
 the installed onnx package knows, external data that is missing or escapes the
 model's directory. Models older than opset 13 are upgraded with onnx's version
-converter; model-local functions are inlined; ONNX shape inference supplies the
+converter; ops srcore has no converter for that ONNX defines by a function are expanded into
+it (expand.py); model-local functions are inlined; ONNX shape inference supplies the
 dtypes and shapes the converters read.
 """
 from __future__ import annotations
@@ -18,6 +19,7 @@ import numpy as np
 
 from ...errors import ConversionError
 from .dtypes import dtype_of, np_dtype
+from .expand import expand_function_ops
 
 #: the oldest opset converted as it is; older models go through onnx's version converter
 MIN_OPSET = 13
@@ -81,6 +83,7 @@ def load_model(src, base_dir=None, constant_inputs=None) -> LoadedModel:
         proto = _upgrade(onnx, proto, opset, where)
         opset = _default_opset(onnx, proto, where)
     _check(onnx, proto, where)
+    proto = expand_function_ops(onnx, proto, opset, where)
     if len(proto.functions):
         try:
             import onnx.inliner   # a submodule `import onnx` does not load (AttributeError in a fresh process)

@@ -164,6 +164,7 @@ def scan(cx: NodeContext):
     carried_types = [v.type for v in init_values]
     node, blk, i, block_carried, block_lists = _loop_node(cx, trip, True, init_values, carried_types, k)
     body_inputs = [Val(v.name, v.type, tensor=b, seq=v.seq, block=blk) for v, b in zip(init, block_carried)]
+    mark = blk.return_node.prev
     with BlockScope(conv.builder, blk):
         last = trip - 1 if isinstance(trip, int) else cx.int_op("aten::sub", trip, 1)
         for j, (x, a, d) in enumerate(zip(xs, axes, in_dirs)):
@@ -171,17 +172,31 @@ def scan(cx: NodeContext):
             shape = None if t.shape is None else (*t.shape[:a], *t.shape[a + 1:])
             piece = cx.op("aten::select", x, a, cx.int_op("aten::sub", last, i) if d else i)
             body_inputs.append(Val(f"scan_in{j}", TensorType(t.dtype, shape), tensor=piece, block=blk))
+    # the slices' srcore types (their shapes), which the body's ops' rules build on: a body whose ONNX
+    # types are unknown (a function body's undeclared inputs) then still converts
+    conv.propagate_new(blk, mark)
+
+    elem_shapes: list = []
 
     def finish(outs):
         res = [conv.builder.value(True)]
         res += [_value_of(cx, v) for v in outs[:n_state]]
+        elem_shapes.extend(getattr(v.type, "shape", None) for v in outs[n_state:])
         return res + _append_scan_outputs(cx, block_lists, outs[n_state:])
 
     conv.convert_subgraph(body, blk, body_inputs, cx.scope, "body", finish)
     outs = [Val("", t, tensor=o, seq=isinstance(t, ListType), block=conv.builder.block)
             for o, t in zip(node.outputs[:n_state], carried_types)]
-    for lst, a, d in zip(node.outputs[n_state:], out_axes, out_dirs):
+    for lst, a, d, shape in zip(node.outputs[n_state:], out_axes, out_dirs, elem_shapes):
         y = cx.op("aten::stack", lst, a)
+        if shape is not None:
+            # srcore's rules cannot see into the loop's list: its elements' shape, from the body, given
+            # by a reshape (a view; a dim not known at conversion read from the result) so that what
+            # reads the stacked output knows its rank
+            a = norm_axis(a, len(shape) + 1, "scan_output_axes")
+            dims = [*shape[:a], trip, *shape[a:]]
+            y = cx.op("aten::reshape", y, [s if isinstance(s, int) else cx.int_op("aten::size", y, k)
+                                           for k, s in enumerate(dims)])
         outs.append(cx.op("aten::flip", y, [a]) if d else y)
     return tuple(outs)
 

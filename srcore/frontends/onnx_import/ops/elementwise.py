@@ -6,6 +6,7 @@ import numpy as np
 
 from ..context import NodeContext, Unsupported
 from ..dtypes import FLOAT8, FLOATS, INT4, INTS
+from ..dtypes import scalar_type
 from ._util import saturate_float8, broadcast_items, cast, int_binop, ints_val, scalar_arg, table
 
 NUMERIC = FLOATS | INTS
@@ -315,6 +316,22 @@ def cast_like(cx: NodeContext):
     return _cast_to(cx, to, saturate)
 
 
+def bit_cast(cx: NodeContext):
+    """BitCast-26: the same bits read as another dtype of the same width (``aten::view.dtype``)."""
+    from ..dtypes import dtype_of, np_dtype
+
+    to, src = dtype_of(cx.attr("to")), cx.dtype(0)
+    if src is None:
+        raise Unsupported("the dtype of the input is unknown")
+    if src in INT4 or to in INT4:
+        raise Unsupported(f"bit cast from {src} to {to} (srcore stores 4-bit types one per byte)")
+    if np_dtype(src).itemsize != np_dtype(to).itemsize:
+        raise Unsupported(f"bit cast from {src} to {to}: their widths differ (ONNX requires the same width)")
+    if to == src:
+        return cx.x(0)
+    return cx.op("aten::view", cx.x(0), scalar_type(to))
+
+
 def _cast_to(cx: NodeContext, to: str, saturate: bool = True):
     """ONNX Cast: numpy's (ml_dtypes') conversion, after ONNX's rules for the narrow types: to float8
     with ``saturate``, out-of-range values and infinities become the largest finite value; to int4/uint4,
@@ -376,5 +393,5 @@ CONVERTERS = table(
     BitwiseAnd=(bitwise("aten::bitwise_and"), 18), BitwiseOr=(bitwise("aten::bitwise_or"), 18),
     BitwiseXor=(bitwise("aten::bitwise_xor"), 18), BitwiseNot=(bitwise("aten::bitwise_not", 1), 18),
     BitShift=(bit_shift, 11, 28),
-    Where=(where, 9, 16), Cast=(cast_, 13, 19, 21, 23, 24, 25, 28), CastLike=(cast_like, 15, 19, 21, 23, 24, 25),
+    Where=(where, 9, 16), Cast=(cast_, 13, 19, 21, 23, 24, 25, 28), BitCast=(bit_cast, 26), CastLike=(cast_like, 15, 19, 21, 23, 24, 25),
 )
