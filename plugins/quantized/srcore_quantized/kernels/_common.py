@@ -129,6 +129,21 @@ def split_tail(n: int, qdtype: str) -> int:
     return (n // block) * block
 
 
+def fma_f32(a, b, c) -> np.ndarray:
+    """``fmaf(a, b, c)`` over float32 arrays: ``a * b + c`` rounded to float32 once, as the FMA a compiler
+    contracts torch's ``a * b + c`` into (its AVX2 / AVX-512 kernels are built with FMA and GCC's default
+    contraction). The product is exact in float64; the sum's float64 rounding error (TwoSum) makes it
+    round to odd, so rounding that to float32 is the single correct rounding."""
+    p = np.asarray(a, F32).astype(np.float64) * np.asarray(b, F32).astype(np.float64)
+    c = np.asarray(c, F32).astype(np.float64)
+    s = p + c
+    v = s - p
+    err = (p - (s - v)) + (c - v)          # p + c == s + err exactly
+    even = (s.view(np.int64) & 1) == 0
+    s = np.where((err != 0) & even, np.nextafter(s, np.where(err > 0, np.inf, -np.inf)), s)
+    return s.astype(F32)
+
+
 # -- torch's dequantize / quantize, both code paths ---------------------------------------------------
 def dequant_vec(q: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
     """Vectorized path: ``fma(float(q), scale, scale * -zp)`` in float32 (one rounding: done in float64)."""
