@@ -181,6 +181,19 @@ def hand_built_onnx_params(module: str, default) -> list:
     return [pytest.param(n, marks=[] if n in default else [pytest.mark.full]) for n in cases]
 
 
+def onnx_backend_cells(module: str, backends, trt_like_default) -> list:
+    """One ``(name, backend)`` param per hand-built case of ``module`` (its ``CASES``) and backend: every cpu
+    cell and the trt_like cells of ``trt_like_default`` in the default run, the rest under ``full``."""
+    cases = importlib.import_module(module).CASES
+    return [param(f"{n}-{b}", n, b, default=b == "cpu" or n in trt_like_default) for n in cases for b in backends]
+
+
+def refused_params(module: str) -> list:
+    """One ``(proto, pattern)`` param per file of ``module``'s ``REFUSED`` (name -> (proto, pattern))."""
+    refused = importlib.import_module(module).REFUSED
+    return [pytest.param(p, pat, id=n) for n, (p, pat) in refused.items()]
+
+
 def check_hand_built_onnx(module: str, name: str, tol: float = 1e-4) -> None:
     """Hand-built ONNX case ``name`` of ``module`` through srcore against onnxruntime: the same outputs
     (shapes and dtypes exactly, values within ``tol`` relative, ``tol / 10`` absolute)."""

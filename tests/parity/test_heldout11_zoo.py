@@ -32,7 +32,8 @@ import torch
 
 import srcore
 from _harness import assert_close, flatten_np, run, torch_outputs
-from _zoo import assert_no_fallback, check_cell, check_onnx_vs_ort, engine_options, grid_cells, param
+from _zoo import (assert_no_fallback, check_cell, check_onnx_vs_ort, engine_options, grid_cells, onnx_backend_cells,
+                  param, refused_params)
 from heldout11_models import GRID
 
 ort = pytest.importorskip("onnxruntime")
@@ -219,13 +220,7 @@ def test_a_broken_torch_onnx_loss_is_refused_naming_the_node(tmp_path):
 ONNX_TRT_LIKE_DEFAULT = ("softmax_ce13_mean", "avgpool19_dilations", "logspec_dft20")
 
 
-def _onnx_cells():
-    from heldout11_onnx import CASES
-
-    return [param(f"{n}-{b}", n, b, default=b == "cpu" or n in ONNX_TRT_LIKE_DEFAULT) for n in CASES for b in BACKENDS]
-
-
-@pytest.mark.parametrize("name,backend", _onnx_cells())
+@pytest.mark.parametrize("name,backend", onnx_backend_cells("heldout11_onnx", BACKENDS, ONNX_TRT_LIKE_DEFAULT))
 def test_hand_built_onnx_matches_onnxruntime(name, backend):
     from heldout11_onnx import CASES
 
@@ -239,13 +234,7 @@ def test_trt_like_defaults_are_onnx_cases():
     assert set(ONNX_TRT_LIKE_DEFAULT) <= set(CASES)
 
 
-def _refused():
-    from heldout11_onnx import REFUSED
-
-    return [pytest.param(p, pat, id=n) for n, (p, pat) in REFUSED.items()]
-
-
-@pytest.mark.parametrize("proto,pattern", _refused())
+@pytest.mark.parametrize("proto,pattern", refused_params("heldout11_onnx"))
 def test_onnx_files_srcore_cannot_run_are_refused_naming_the_node(proto, pattern):
     with pytest.raises(srcore.SrcoreError, match=pattern):
         srcore.from_onnx(proto)

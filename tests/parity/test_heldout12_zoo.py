@@ -32,7 +32,7 @@ import torch
 
 import srcore
 from _harness import assert_close, flatten_np, run, torch_outputs
-from _zoo import check_cell, check_onnx_vs_ort, engine_options, grid_cells, param
+from _zoo import check_cell, check_onnx_vs_ort, engine_options, grid_cells, onnx_backend_cells, param, refused_params
 from heldout12_models import GRID
 
 ort = pytest.importorskip("onnxruntime")
@@ -154,13 +154,7 @@ def test_torch_onnx_at_opset_with_a_dynamic_batch_matches_onnxruntime(name, opse
 ONNX_TRT_LIKE_DEFAULT = ("sequencemap_two_seqs_two_outputs", "causal_conv_with_state27")
 
 
-def _onnx_cells():
-    from heldout12_onnx import CASES
-
-    return [param(f"{n}-{b}", n, b, default=b == "cpu" or n in ONNX_TRT_LIKE_DEFAULT) for n in CASES for b in BACKENDS]
-
-
-@pytest.mark.parametrize("name,backend", _onnx_cells())
+@pytest.mark.parametrize("name,backend", onnx_backend_cells("heldout12_onnx", BACKENDS, ONNX_TRT_LIKE_DEFAULT))
 def test_hand_built_onnx_matches_onnxruntime(name, backend):
     from heldout12_onnx import CASES
 
@@ -174,13 +168,7 @@ def test_trt_like_defaults_are_onnx_cases():
     assert set(ONNX_TRT_LIKE_DEFAULT) <= set(CASES)
 
 
-def _refused():
-    from heldout12_onnx import REFUSED
-
-    return [pytest.param(p, pat, id=n) for n, (p, pat) in REFUSED.items()]
-
-
-@pytest.mark.parametrize("proto,pattern", _refused())
+@pytest.mark.parametrize("proto,pattern", refused_params("heldout12_onnx"))
 def test_onnx_files_srcore_cannot_run_are_refused_naming_the_node(proto, pattern):
     with pytest.raises(srcore.SrcoreError, match=pattern):
         srcore.from_onnx(proto)

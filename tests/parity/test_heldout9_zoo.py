@@ -32,7 +32,8 @@ import pytest
 import torch
 
 from _harness import assert_close, flatten, flatten_np, run, to_numpy, torch_outputs
-from _zoo import assert_no_fallback, check_cell, check_fx_quantized, check_onnx_vs_ort, engine_options, param
+from _zoo import (assert_no_fallback, check_cell, check_fx_quantized, check_onnx_vs_ort, engine_options,
+                  onnx_backend_cells, param)
 from heldout9_models import CONV3D_QUANTIZED, GRID, INSTANCE_NORM_QUANTIZED, POOL3D_QUANTIZED, SCRIPTED, cond_while, fx_mixed
 
 import srcore
@@ -53,13 +54,7 @@ ONNX_TRT_LIKE_DEFAULT = ("loop_while_growing", "loop_sequence_append", "loop_if_
                          "roialign16_modes")
 
 
-def _onnx_cells():
-    from heldout9_onnx import CASES
-
-    return [param(f"{n}-{b}", n, b, default=b == "cpu" or n in ONNX_TRT_LIKE_DEFAULT) for n in CASES for b in BACKENDS]
-
-
-@pytest.mark.parametrize("name,backend", _onnx_cells())
+@pytest.mark.parametrize("name,backend", onnx_backend_cells("heldout9_onnx", BACKENDS, ONNX_TRT_LIKE_DEFAULT))
 def test_hand_built_onnx_matches_onnxruntime(name, backend):
     from heldout9_onnx import CASES
 
