@@ -57,8 +57,15 @@ def _layers(sm) -> list[str]:
 
 
 def _has(layers, text):
-    """Whether a layer reads ``text`` up to its tactic, which is the NCHW16c one (or the reference)."""
-    return any(line.startswith(text + " [") and "nchw16c" in line for line in layers)
+    """Whether a layer reads ``text`` up to its tactic. Which tactic wins is timed (a 1x1 conv that writes
+    NCHW may be ``pointwise_sgemm``, which reads either layout), so the layout is checked by the run the
+    builder reports (:func:`_blocked_runs`), not by tactic names."""
+    return any(line.startswith(text + " [") for line in layers)
+
+
+def _blocked_runs(layers) -> list[int]:
+    """The lengths of the engine's NCHW16c runs (``NCHW16c run of N layers ...``), in order."""
+    return [int(line.split()[3]) for line in layers if line.startswith("NCHW16c run of ")]
 
 
 ON = {"nchwc": True}   # the layout forced on (unset: each run's layout is timed, see test_layout_choice.py)
@@ -86,7 +93,7 @@ def test_a_mobile_net_runs_blocked_between_its_stem_and_its_pool(mobile):
     assert _has(layers, "conv -> 2x3x16x16x16") and _has(layers, "conv -> 2x3x8x8x16"), layers
     assert "squeeze_excite -> 2x5x8x8x16 [numba]" in layers
     assert _has(layers, "conv + hardswish -> 2x48x8x8"), layers
-    assert sum("nchw16c" in line for line in layers) == 8, layers
+    assert _blocked_runs(layers) == [9], layers    # stem .. last 1x1: its 8 convs and the squeeze-excite
     _matches_torch_and_the_nchw_engine(sm, m, model, x, atol_nchw=1e-6)
 
 
@@ -97,7 +104,12 @@ def test_a_saved_engine_with_blocked_tensors_loads_without_a_rebuild(mobile, tmp
     sm.save(path)
     loaded = srcore.StaticModule(srcore.load(path), backends=TRT)
     assert "loaded from the serialized engine" in loaded.partition.engines[0].description
-    assert sum("nchw16c" in line for line in _layers(loaded)) == 8
+    assert _blocked_runs(_layers(sm)) == [9]
+    # the same layers, blocked shapes and tactics (a loaded engine's description lists no runs)
+    def layer_lines(layers):
+        return [line for line in layers if " -> " in line and not line.startswith("NCHW16c run of ")]
+
+    assert layer_lines(_layers(loaded)) == layer_lines(_layers(sm))
     np.testing.assert_array_equal(loaded(x.numpy()), sm(x.numpy()))
 
 
@@ -126,7 +138,8 @@ def test_relu6_is_carried_by_the_convs_so_a_mobilenet_v2_block_stays_blocked():
     relu6 = [line for line in layers if line.startswith("conv + relu6 -> 1x9x14x14x16 [") and "nchw16c" in line]
     assert len(relu6) == 2, layers                                      # the expand and depthwise convs
     assert _has(layers, "conv -> 1x2x14x14x16"), layers                 # + the stem's output as residual
-    assert _has(layers, "conv -> 1x8x12x12"), layers                    # the dense head reads it blocked
+    assert _has(layers, "conv -> 1x8x12x12"), layers                    # the dense head reads it blocked:
+    assert _blocked_runs(layers) == [5], layers                         # stem, 3 block convs, head
     assert not any("fused_pointwise" in line for line in layers), layers
     with torch.no_grad():
         np.testing.assert_allclose(sm(x.numpy()), m(x).numpy(), rtol=1e-4, atol=1e-4)
@@ -195,6 +208,7 @@ def test_a_detection_head_runs_blocked_through_its_dense_convs():
     assert _has(layers, "conv + leaky_relu -> 2x3x10x10x16"), layers
     assert _has(layers, "conv + leaky_relu -> 2x4x5x5x16"), layers
     assert _has(layers, "conv + sigmoid -> 2x18x10x10") and _has(layers, "conv + sigmoid -> 2x18x5x5"), layers
+    assert _blocked_runs(layers) == [6], layers
     _matches_torch_and_the_nchw_engine(sm, m, model, x, atol_nchw=1e-5)
 
 
