@@ -123,7 +123,7 @@ def _std(self, dim, correction, keepdim, op: str, contiguous: bool, out):
             mean, mean_unbiased = s / n, s / den
             var = np.maximum(ss / den - 2 * mean * mean_unbiased + mean * mean * n / den, 0.0)
         y = (np.sqrt(var) * float(q.scale)).astype(np.float32)
-        with np.errstate(invalid="ignore"):    # a std of no degrees of freedom: NaN, stored as torch's 0
+        with np.errstate(invalid="ignore"):    # no degrees of freedom: NaN, stored as the minimum (quant_scalar)
             r = quant_scalar(y, q.scale, q.zero_point, x.qdtype)
     else:
         real = dequantize_out(x).astype(np.float64)
