@@ -39,6 +39,8 @@ _BOOLS = ("fusion", "timing", "timing_cache", "mkl", "nchwc", "nchwc_split", "nc
 #: the candidates of each family and checks every name is here (tests/test_tactic_names.py)
 CONV_TACTICS = ("gemm_1x1", "im2col_gemm", "im2col_gemm_team", "packed_gemm", "winograd_f4x4", "winograd_f2x2",
                 "winograd_f4x4_team", "winograd_f2x2_team", "winograd_f4x4_packed", "winograd_f2x2_packed",
+                # Winograd's products on the packed-panel SGEMM's tile, one thread and split on the OpenMP team
+                "winograd_f4x4_sgemm", "winograd_f2x2_sgemm", "winograd_f4x4_sgemm_omp", "winograd_f2x2_sgemm_omp",
                 "depthwise_direct", "depthwise_channels_last", "depthwise_simd", "depthwise_simd8",
                 "depthwise_simd_blocked", "grouped_depthwise", "patchify_gemm", "patchify_direct", "patchify_dots",
                 "simd_direct", "simd_direct_rows", "simd_direct_oc", "simd_direct_8",

@@ -268,7 +268,8 @@ def test_conv_tactics_offers_what_applies(monkeypatch):
     if simd_conv.lanes() == 16:
         simd += ["simd_direct_oc", "simd_direct_8"]
     assert names(ConvSpec((1, 4, 8, 8), 4, 3, 1, 1)) == ["winograd_f4x4_packed", "winograd_f2x2_packed",
-                                                          "winograd_f4x4", "winograd_f2x2", *simd,
+                                                          "winograd_f4x4", "winograd_f2x2",
+                                                          "winograd_f4x4_sgemm", "winograd_f2x2_sgemm", *simd,
                                                           *planes, "packed_gemm", "im2col_gemm"]
     assert names(ConvSpec((1, 4, 8, 8), 6, 1, 2, 0)) == ["gemm_1x1", *simd, *planes, "packed_gemm",
                                                          "im2col_gemm"]

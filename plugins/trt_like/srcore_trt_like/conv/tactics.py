@@ -18,6 +18,9 @@ the GEMM just wrote, while it is in cache).
                     transforms, in chunks of tile rows (``winograd_packed.py``)
 ``winograd_f2x2``   3x3, stride 1, undilated, ungrouped: Winograd F(2x2, 3x3) (``winograd.py``)
 ``winograd_f4x4``   the same shapes: Winograd F(4x4, 3x3)
+``winograd_f4x4_sgemm``, ``winograd_f2x2_sgemm``  the same with the products on the packed-panel SGEMM's
+                    6 x 16 tile (``winograd_sgemm.py``); ``..._sgemm_omp`` at more than one intra-op
+                    thread: every phase split on numba's OpenMP team, the one-thread bits
 ``depthwise_direct`` groups == in channels: a numba direct loop per output row
 ``depthwise_channels_last`` the same, vectorized over channels on a padded channels-last copy
 ``depthwise_simd``  the same: srcore's explicit-SIMD depthwise kernel, 8 vectors of output pixels
@@ -80,8 +83,9 @@ from .simd_split import (DepthwiseSimdSplitTactic, SimdDirectOmpTactic, SimdDire
 from .spec import ConvSpec, ConvTactic
 from .winograd import WinogradTactic, transform_weight, winograd_applies
 from .winograd_packed import WinogradPackedTactic
+from .winograd_sgemm import WinogradSgemmTactic
 
-__all__ = ["ConvSpec", "ConvTactic", "Gemm1x1Tactic", "Im2colGemmTactic", "WinogradTactic", "WinogradPackedTactic",
+__all__ = ["ConvSpec", "ConvTactic", "Gemm1x1Tactic", "Im2colGemmTactic", "WinogradTactic", "WinogradPackedTactic", "WinogradSgemmTactic",
            "PackedGemmTactic", "DepthwiseDirectTactic", "DepthwiseChannelsLastTactic", "DepthwiseSimdTactic",
            "DepthwiseSimd8Tactic", "DepthwiseBlockedTactic",
            "SimdDirectTactic", "SimdDirectRowsTactic", "SimdDirectOcTactic", "SimdDirect8Tactic",
@@ -150,6 +154,13 @@ def conv_tactic_builders(spec: ConvSpec, weight: np.ndarray, bias: np.ndarray | 
         for m in (4, 2):
             out.append((f"winograd_f{m}x{m}", lambda layout=None, m=m: WinogradTactic(
                 spec, weight, bias, m=m, u=None if layout else transformed(m), layout=layout)))
+        # the products on the packed-panel SGEMM's tiles (winograd_sgemm.py): one thread, and split on
+        # numba's OpenMP team at more than one intra-op thread (every phase, the one-thread bits)
+        omp = _threads.count()
+        for nt in ((1, omp) if omp > 1 else (1,)):
+            for m in (4, 2):
+                out.append((WinogradSgemmTactic.tactic_name(m, nt), lambda layout=None, m=m, nt=nt: WinogradSgemmTactic(
+                    spec, weight, bias, m=m, threads=nt, u=None if layout else transformed(m), layout=layout)))
         if team > 1:
             for m in (4, 2):
                 out.append((f"winograd_f{m}x{m}_team", lambda layout=None, m=m: WinogradTactic(
