@@ -67,10 +67,10 @@ class WinogradSgemmTactic(DirectOnNonFinite, ConvTactic):
         s = self.spec
         P, C, O, T = self._sizes
         # V with a panel of slack after it: the last panel's vector loads read past its last row
-        vbuf = SCRATCH.get("wino_sgemm_v", (P * C * T + 2 * LANES,))
+        vbuf = SCRATCH.get("wino_v", (P * C * T + 2 * LANES,))   # (the roles of the other Winograd tactics)
         vbuf[P * C * T:] = 0.0
         v = vbuf[:P * C * T].reshape(P, C, T)
-        mm = SCRATCH.get("wino_sgemm_m", (P, O, T))
+        mm = SCRATCH.get("wino_m", (P, O, T))
         has_res = residual is not None
         res = residual if has_res else out
         ua = self.ua.reshape(-1)
