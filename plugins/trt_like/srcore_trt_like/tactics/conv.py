@@ -137,15 +137,16 @@ def max_pool_threaded(layer: Layer, net: Network) -> bool:
     return layer.attrs["stride"][1] == 2 and layer.attrs["dilation"] == (1, 1)
 
 
-def max_pool_fn(layer: Layer, net: Network):
-    """``(fn(x, out), blas)`` of the compiled max pool, or None when its shapes do not match."""
+def max_pool_fn(layer: Layer, net: Network, threads: int | None = None):
+    """``(fn(x, out), blas)`` of the compiled max pool, or None when its shapes do not match; on
+    ``threads`` (default: by its work, :func:`..kernels.threads.for_work`) when its vector kernel applies."""
     a = layer.attrs
     pool = MaxPool2d(net.shape(layer.inputs[0]), a["kernel"], a["stride"], a["padding"], a["dilation"],
                      a["ceil_mode"])
     if pool.out_shape != net.shape(layer.outputs[0]):
         return None
     N, C, Ho, Wo = pool.out_shape
-    nt = _threads.for_work(N * C * Ho * Wo * pool.kernel[0] * pool.kernel[1])
+    nt = _threads.for_work(N * C * Ho * Wo * pool.kernel[0] * pool.kernel[1]) if threads is None else threads
     if nt > 1 and pool.vectorized:
         (kh, kw), (ph, pw), sh = pool.kernel, pool.padding, pool.stride[0]
 
@@ -168,6 +169,14 @@ def max_pool2d(layer: Layer, net: Network) -> list[Candidate]:
         return []
     fn, blas = made
     out = [Candidate("numba", lambda: Kernel(fn), blas)]
+    omp = _threads.count()
+    if blas is None and omp > 1:
+        # below the work threshold too, split by channels and timed beside it: a pool is memory-bound,
+        # a multiply-add count says little about it (unet_small's 16 x 128x128 2x2 pool: 128 -> 71 us
+        # on 2 threads, AMD EPYC, loaded)
+        split = max_pool_fn(layer, net, threads=omp)
+        if split[1] == "omp":
+            out.append(Candidate("numba_split", lambda: Kernel(split[0]), "omp"))
     a = layer.attrs
     gathered = MaxPool2dGather.of(MaxPool2d(net.shape(layer.inputs[0]), a["kernel"], a["stride"], a["padding"],
                                             a["dilation"], a["ceil_mode"]))
