@@ -223,21 +223,14 @@ def pack_rows(x, xp, K, r0, r1):
     """Rows ``r0 <= r < r1`` of ``x`` (flat (M, K)) into ``xp`` per k block, per row block (6, 6, ..., then 4,
     2, 1), ``kc x rows`` floats each: a block's broadcasts one contiguous stream (rows of ``x`` are often
     a multiple of 4 KiB apart, so six of them share one set of the 8-way L1)."""
-    pack_rows_part(x, xp, K, r0, r1, r0, r1)
-
-
-@njit(**JIT)
-def pack_rows_part(x, xp, K, r0, r1, a, b):
-    """Rows ``a <= r < b`` of :func:`pack_rows`' packing of rows ``r0 <= r < r1`` (``a - r0`` a multiple of 6,
-    ``b`` too or ``r1``): threads pack disjoint parts of one packing."""
     m = r1 - r0
     # raw pointers: indexing arrays with these signed sums made numba check for negative indices, 230 us
     # for 64 x 4096 rows against 55-70 (AMD EPYC, loaded)
     px, pp = fptr(x), fptr(xp)
     for k0 in range(0, K, KC):
         kc = min(KC, K - k0)
-        r = a
-        while r < b:
+        r = r0
+        while r < r1:
             R = _rows(r1 - r)
             base = k0 * m + (r - r0) * kc
             s = r * K + k0
