@@ -80,7 +80,12 @@ def test_offered_by_work_and_threads(monkeypatch):
     monkeypatch.setattr(parallel, "count", lambda: 2)
     cands = tactic.gemm_candidates(*big)
     assert [(c.name, c.blas) for c in cands] == [("packed_sgemm_split", "omp")] and table.threaded(*big)
+    for layer, net in (mid, small):            # below the intra-op policy's work: one thread
+        assert [c.name for c in tactic.gemm_candidates(layer, net)] == ["packed_sgemm"]
+        assert not table.threaded(layer, net)
+    monkeypatch.setattr(tactic, "SMALL_SPLIT_WORK", 4_000_000)      # (SRCORE_TRT_LIKE_SMALL_SGEMM_SPLIT=1)
     assert [c.name for c in tactic.gemm_candidates(*mid)] == ["packed_sgemm_split", "packed_sgemm"]
+    assert table.threaded(*mid)
     assert [c.name for c in tactic.gemm_candidates(*small)] == ["packed_sgemm"]
     assert not table.threaded(*small)
 
@@ -88,6 +93,7 @@ def test_offered_by_work_and_threads(monkeypatch):
 def test_the_governed_kernel_alone_and_on_its_team_and_restored(monkeypatch):
     monkeypatch.setattr(tactic._sc, "lanes", lambda features=None: 8)
     monkeypatch.setattr(parallel, "count", lambda: 2)
+    monkeypatch.setattr(tactic, "SMALL_SPLIT_WORK", 4_000_000)
     layer, net = _layer(128, 256, 256)
     (cand, _) = tactic.gemm_candidates(layer, net)
     kernel = cand.build()
@@ -120,6 +126,7 @@ MLP = """graph(%x : Float(96, 256)):
 
 def test_an_engine_at_two_threads_on_it_matches_torch(monkeypatch):
     monkeypatch.setattr(parallel, "count", lambda: 2)
+    monkeypatch.setattr(tactic, "SMALL_SPLIT_WORK", 4_000_000)      # (layers of 10-13 M multiply-adds)
     rng = np.random.default_rng(2)
     g = parse_graph(MLP)
     params = {"w1": rng.standard_normal((520, 256), dtype=np.float32) / 16,

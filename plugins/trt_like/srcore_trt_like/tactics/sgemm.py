@@ -4,12 +4,14 @@ OpenBLAS and MKL's packed SGEMM, chosen by timing. On the 2-vCPU AMD EPYC (Zen 3
 the weight every call and MKL's packed SGEMM both lost to ONNX Runtime's MLAS on mlp_wide's layers, which
 this kernel matches (docs/trt-like.md, "GEMM").
 
-At more than one intra-op thread a layer of :data:`SPLIT_MIN_WORK` multiply-adds or more gets
-``packed_sgemm_split`` (:mod:`..kernels.sgemm_split`: the same kernel cut by columns or rows over numba's
-OpenMP team, governed), timed against the threaded pools' other GEMMs, and below
-:data:`..kernels.threads.PARALLEL_MIN_WORK` the one-thread kernel too.
+At more than one intra-op thread a layer the intra-op policy splits (:func:`..kernels.threads.for_work`) gets
+``packed_sgemm_split`` instead (:mod:`..kernels.sgemm_split`: the same kernel cut by columns or rows over
+numba's OpenMP team, governed), timed against the threaded pools' other GEMMs, and a smaller one the
+one-thread kernel (with :data:`SMALL_SPLIT_WORK` set, both from there).
 """
 from __future__ import annotations
+
+import os
 
 from srcore.plugin import simd_conv as _sc
 
@@ -20,12 +22,19 @@ from ..kernels.sgemm_split import SplitSgemm
 from .records import Candidate, Kernel
 
 
-#: the least work (multiply-adds) of a layer offered ``packed_sgemm_split`` beside the one-thread kernel (only
-#: the split from :data:`..kernels.threads.PARALLEL_MIN_WORK`): bert_encoder's 128 x 256 x 256 projections
-#: (8.4 M, ~0.2 ms alone) are most of its GEMM time at 2 threads, and ONNX Runtime splits them. Between the
-#: two the builder's timing decides; at run time the layer's governor falls back to the calling thread
-#: when its team waits (a core held by another process)
-SPLIT_MIN_WORK = 4_000_000
+#: with ``SRCORE_TRT_LIKE_SMALL_SGEMM_SPLIT=1`` (read at import; ``benchmarks.families_ab``'s ``+smallsplit``: A/B)
+#: layers from this work (multiply-adds) up are offered ``packed_sgemm_split`` beside the one-thread kernel, below
+#: the intra-op policy's :data:`..kernels.threads.PARALLEL_MIN_WORK` too: bert_encoder's sixteen 128 x 256 x 256
+#: projections (8.4 M, ~0.1 ms alone) are a third of its GEMM time at 2 threads, and ONNX Runtime splits them.
+#: Off by default: MKL's split of the same products gained at 2 threads but not its tail beside a busy core
+#: (docs/trt-like.md, ``mkl_split``); whether the small layers split is the policy's (:func:`..kernels.threads.for_work`)
+SMALL_SPLIT_WORK = 4_000_000 if os.environ.get("SRCORE_TRT_LIKE_SMALL_SGEMM_SPLIT") == "1" else None
+
+
+def _split(work: int) -> bool:
+    """Whether a layer of ``work`` multiply-adds is offered ``packed_sgemm_split``."""
+    return _threads.for_work(work) > 1 or (
+        SMALL_SPLIT_WORK is not None and work >= SMALL_SPLIT_WORK and _threads.count() > 1)
 
 
 def gemm_candidates(layer: Layer, net: Network) -> list[Candidate]:
@@ -39,7 +48,7 @@ def gemm_candidates(layer: Layer, net: Network) -> list[Candidate]:
     work = net.tensors[layer.inputs[0]].size * n
     out = []
     threads = _threads.count()
-    if threads > 1 and work >= SPLIT_MIN_WORK:
+    if _split(work):
         def split(lanes, packed=None):
             gemm = SplitSgemm(w if packed is None else None, lanes, packed, parts=threads,
                               governor=_threads.Governor(threads))
@@ -60,7 +69,7 @@ def gemm_candidates(layer: Layer, net: Network) -> list[Candidate]:
 def threaded(layer: Layer, net: Network) -> bool:
     """Whether the layer has a ``packed_sgemm_split`` candidate (on numba's OpenMP pool)."""
     n, k = layer.attrs["weight"].shape
-    return n > 0 and k > 0 and _threads.count() > 1 and net.tensors[layer.inputs[0]].size * n >= SPLIT_MIN_WORK
+    return n > 0 and k > 0 and _split(net.tensors[layer.inputs[0]].size * n)
 
 
 def _name(lanes: int) -> str:
