@@ -145,3 +145,19 @@ def test_an_engine_at_two_threads_on_it_matches_torch(monkeypatch):
     desc = sm.partition.engines[0].description
     assert desc.count("[packed_sgemm_split]") + desc.count("[packed_sgemm16_split]") == 2, desc
     np.testing.assert_allclose(sm(x), want, rtol=1e-4, atol=1e-4)
+
+
+def test_on_the_openmp_pool_beside_mkl(monkeypatch):
+    """With MKL the engine's one threaded BLAS, a large layer's candidates on the OpenMP pool keep the split
+    (numba's regions and MKL's GNU layer share one libgomp pool)."""
+    from srcore_trt_like.tactics import choose
+
+    monkeypatch.setattr(parallel, "count", lambda: 2)
+    monkeypatch.setattr(choose, "_one_blas", lambda options: "mkl")
+    monkeypatch.setattr(choose, "candidates", lambda layer, net: [
+        choose.Candidate("mkl_packed", lambda: None, blas="mkl"),
+        choose.Candidate("numpy", lambda: None, blas="openblas"), *tactic.gemm_candidates(layer, net)])
+    layer, net = _layer(64, 1024, 1024)
+    names = [c.name for c in choose._Pools(net, {}).candidates(layer, choose.POOL)]
+    assert "mkl_packed" in names and any(n.startswith("packed_sgemm") and n.endswith("_split") for n in names)
+    assert "numpy" not in names
