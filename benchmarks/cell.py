@@ -82,6 +82,11 @@ ENGINE_RUNNERS = {
     # OpenMP split: A/B of those in one process
     "trt_like_no_wino_sgemm": (("trt_like", "cpu"), {"exclude_tactics": [
         "winograd_f4x4_sgemm", "winograd_f2x2_sgemm", "winograd_f4x4_sgemm_omp", "winograd_f2x2_sgemm_omp"]}),
+    # without the packed-panel SGEMM's GEMMs at any thread count: at 2+ threads, the split (packed_sgemm_split,
+    # kernels/sgemm_split.py) and the one-thread kernel on the layers too small to split (2026-11-29): A/B of those
+    "trt_like_no_sgemm_split": (("trt_like", "cpu"), {"exclude_tactics": ["packed_sgemm", "packed_sgemm16",
+                                                                         "packed_sgemm_split",
+                                                                         "packed_sgemm16_split"]}),
     # without the NCHW16c layout between convs (builder/layout.py): A/B of the layout
     "trt_like_nchw": (("trt_like", "cpu"), {"nchwc": False}),
     # the layout forced on wherever it applies (the default times it per run of layers)
@@ -97,7 +102,7 @@ RUNNERS = (*PEER_RUNNERS, *SRCORE_RUNNERS, *ENGINE_RUNNERS, *ONNX_RUNNERS)
 #: runners for an A/B in one process (``benchmarks.families_ab --runners``), left out of ``benchmarks.run``'s default
 AB_ONLY_RUNNERS = ("trt_like_nchw", "trt_like_nchwc", "trt_like_nchwc_rows", "trt_like_rows_forced", "trt_like_no_h8",
                    "trt_like_no_h8_split", "trt_like_nchwc_all_splits", "trt_like_no_sgemm",
-                   "trt_like_no_wino_sgemm")
+                   "trt_like_no_wino_sgemm", "trt_like_no_sgemm_split")
 
 
 #: runners whose output must be within this of torch eager's (relative to its largest value) to be

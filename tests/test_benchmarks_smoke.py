@@ -244,6 +244,7 @@ def test_families_ab_times_runners_in_one_process_and_checks_outputs(tmp_path, m
     assert families_ab._suffix_env("cpu+omp+nomkl") == ("cpu", {"SRCORE_CPU_MKL": "0", "SRCORE_CPU_OMP_TEAM": "1"})
     assert families_ab._suffix_env("cpu+nomkl+omp") == ("cpu", {"SRCORE_CPU_MKL": "0", "SRCORE_CPU_OMP_TEAM": "1"})
     assert families_ab._suffix_env("trt_like+tightwait") == ("trt_like", {"SRCORE_TRT_LIKE_TIGHT_WAIT": "1"})
+    assert families_ab._suffix_env("trt_like+smallsplit") == ("trt_like", {"SRCORE_TRT_LIKE_SMALL_SGEMM_SPLIT": "1"})
     seen = []
     real_load = cell.load_runner
     monkeypatch.setattr(cell, "load_runner", lambda *a: (seen.append((os.environ.get("SRCORE_CPU_MKL"),

@@ -88,7 +88,9 @@ OTHER_TACTICS = ("packed_gemm_max_pool", "mkl_packed", "mkl_split", "mkl", "numb
                  # max pools of small planes through gathers (tactics/conv.py)
                  "gather",
                  # GEMMs on the packed-panel numba SGEMM (tactics/sgemm.py)
-                 "packed_sgemm", "packed_sgemm16")
+                 "packed_sgemm", "packed_sgemm16",
+                 # ... split over the OpenMP team at more than one intra-op thread (kernels/sgemm_split.py)
+                 "packed_sgemm_split", "packed_sgemm16_split")
 
 
 def tactic_names() -> list[str]:

@@ -147,7 +147,8 @@ def test_the_pool_timed_fastest_is_chosen(monkeypatch, team_faster):
     that timed fastest. Timings are stubbed (the real ones are the benchmarks' business), each
     candidate checked to be the real kernel on the real layer."""
     monkeypatch.setattr(parallel, "count", lambda: 2)
-    fake = {"numpy_split": 1.0 if team_faster else 3.0, "numpy": 2.0, "mkl_packed": 2.5, "mkl_split": 2.2}
+    fake = {"numpy_split": 1.0 if team_faster else 3.0, "numpy": 2.0, "mkl_packed": 2.5, "mkl_split": 2.2,
+            "packed_sgemm_split": 2.7, "packed_sgemm16_split": 2.8}
     timed = []
 
     def rank(cands, layer, net, seed=0):
@@ -175,10 +176,11 @@ def test_a_load_spike_in_one_pass_does_not_choose_the_pool(monkeypatch):
     faster pool's block was disturbed (here the team's first, 4x its time) does not hand the engine
     to the slower pool, and the winner's tactic is the one fastest over both passes."""
     monkeypatch.setattr(parallel, "count", lambda: 2)
-    passes = iter([{"numpy": 2.0, "mkl_packed": 2.5, "mkl_split": 2.5},    # pool
-                   {"numpy_split": 4.0, "numpy": 8.0},                     # team, disturbed
-                   {"numpy_split": 1.0, "numpy": 2.2},                     # team
-                   {"numpy": 2.1, "mkl_packed": 1.9, "mkl_split": 1.9}])   # pool
+    split = {"packed_sgemm_split": 2.6, "packed_sgemm16_split": 2.6}    # (the packed SGEMM's, on the pool)
+    passes = iter([{"numpy": 2.0, "mkl_packed": 2.5, "mkl_split": 2.5, **split},    # pool
+                   {"numpy_split": 4.0, "numpy": 8.0},                              # team, disturbed
+                   {"numpy_split": 1.0, "numpy": 2.2},                              # team
+                   {"numpy": 2.1, "mkl_packed": 1.9, "mkl_split": 1.9, **split}])   # pool
     seen = []
 
     def rank(cands, layer, net, seed=0):
@@ -320,7 +322,8 @@ def test_real_timing_at_two_threads_keeps_the_faster_pool(monkeypatch, caplog):
     (msg,) = [r.getMessage() for r in caplog.records if "large enough to split" in r.getMessage()]
     pool_ms, team_ms = map(float, re.findall(r"([\d.]+) ms", msg))
     # on the team's engine: its tactic or the one on the calling thread; the team's never on the pool's
-    assert step.tactic in (("numpy_split", "numpy") if team_ms < pool_ms else ("numpy", "mkl_packed", "mkl_split")), \
+    pool = ("numpy", "mkl_packed", "mkl_split", "packed_sgemm_split", "packed_sgemm16_split")
+    assert step.tactic in (("numpy_split", "numpy") if team_ms < pool_ms else pool), \
         (msg, step.tactic)
 
 

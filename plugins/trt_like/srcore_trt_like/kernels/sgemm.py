@@ -256,20 +256,32 @@ def sgemm_rows(x, xp, wp, out, N, K, L, tag, r0, r1):
     :func:`pack_weight` at ``L`` lanes, ``tag`` its :func:`width_tag`, ``xp`` scratch of
     ``(r1 - r0) * K`` floats."""
     pack_rows(x, xp, K, r0, r1)
+    P = 2 * L
+    sgemm_packed(xp, wp, out, N, K, L, tag, r0, r1, r0, r1, 0, (N + P - 1) // P)
+
+
+@njit(**JIT)
+def sgemm_packed(xp, wp, out, N, K, L, tag, r0, r1, a, b, p0, p1):
+    """Rows ``a <= r < b`` and panels ``p0 <= p < p1`` of ``out = x @ W.T``, ``xp`` :func:`pack_rows`' packing
+    of rows ``r0 <= r < r1`` (``a - r0`` a multiple of 6, ``b`` too or ``r1``). Every output value is
+    the same sum in the same order whatever the rows and panels of the call: threads split by either
+    give the bits of one call."""
     z = vsplat(tag, np.float32(0.0))
     P = 2 * L
     NP = (N + P - 1) // P
     m = r1 - r0
     pa, pw, po = fptr(xp), fptr(wp), fptr(out)
-    for m0 in range(r0, r1, MC):
-        m1 = min(r1, m0 + MC)
-        for pb0 in range(0, NP, NCP):
-            npb = min(NCP, NP - pb0)
+    for m0 in range(a, b, MC):
+        m1 = min(b, m0 + MC)
+        for pb0 in range(p0 - p0 % NCP, p1, NCP):
+            npb = min(NCP, NP - pb0)      # the block's panels as packed
+            j0 = max(p0, pb0) - pb0
+            j1 = min(p1, pb0 + npb) - pb0
             for k0 in range(0, K, KC):
                 kc = min(KC, K - k0)
                 acc = k0 > 0
                 base = pb0 * K * P + k0 * npb * P
-                for j in range(npb):
+                for j in range(j0, j1):
                     pb = pb0 + j
                     nv = min(P, N - pb * P)
                     bo = base + j * kc * P

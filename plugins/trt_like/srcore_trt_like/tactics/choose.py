@@ -209,7 +209,9 @@ class _Pools:
         cands = [c for c in every if c.blas != BLAS_TEAM] or every
         if self.one_blas and any(c.blas == self.one_blas for c in cands) \
                 and _work(layer, self.net) >= _threads.PARALLEL_MIN_WORK:
-            cands = [c for c in cands if c.blas is None or c.blas == self.one_blas]
+            # (numba's OpenMP regions run on the libgomp pool MKL's GNU layer uses: one pool, no fight;
+            # packed_sgemm_split was left out here, and on the AMD EPYC MKL's GEMMs lose to it)
+            cands = [c for c in cands if c.blas in (None, "omp") or c.blas == self.one_blas]
         # on the team, OpenBLAS stays off its own threads everywhere: they spin after a call
         wrap = self.on_caller if pool == POOL else _threads.on_caller
         if wrap:

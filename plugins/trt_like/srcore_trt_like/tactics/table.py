@@ -36,7 +36,7 @@ TACTICS: tuple[Tactic, ...] = (
     Tactic("gemm", "mkl_packed", mkl.gemm_candidates),
     Tactic("gemm", "numpy", simple("numpy", numpy_layers.gemm, blas="openblas")),
     Tactic("gemm", "numpy_split", blas_team.gemm_candidates),
-    Tactic("gemm", "packed_sgemm", sgemm.gemm_candidates),
+    Tactic("gemm", "packed_sgemm", sgemm.gemm_candidates, threaded=sgemm.threaded),
     Tactic("attention", "mkl", mkl.attention_candidates),
     Tactic("attention", "numba", simple("numba", nn.attention, blas="openblas")),
     Tactic("attention", "numpy", simple("numpy", numpy_layers.attention, blas="openblas")),
