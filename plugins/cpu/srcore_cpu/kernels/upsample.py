@@ -306,7 +306,7 @@ def __interpolate(input, size=None, scale_factor=None, mode="nearest", align_cor
 
 # --- the compiled bilinear and bicubic kernels (``jit_upsample.py``, numba) for float32 nodes -----
 
-def _static_resize(node: NodeInfo, vec: bool, linear_: bool):
+def _static_resize(node: NodeInfo, vec: bool, has_align: bool):
     """``(input shape, output size, align_corners, scales)`` of a 2-D resize node whose input shape is
     static and whose other arguments are constants (the output size computed as the kernel does), else
     None: what a split timed at load needs."""
@@ -317,7 +317,7 @@ def _static_resize(node: NodeInfo, vec: bool, linear_: bool):
     if shape is None or len(shape) != 4 or not all(node.is_const(n) for n in rest):
         return None
     vals = [node.const(n) for n in rest]
-    if linear_:
+    if has_align:   # (input, output_size, align_corners, scales...): bilinear, bicubic
         align, vals = bool(vals[1]), [vals[0], *vals[2:]]
     else:
         align = False
@@ -332,7 +332,7 @@ def _static_resize(node: NodeInfo, vec: bool, linear_: bool):
     return (shape, osz, align, sc) if min(osz) > 0 and math.prod(shape) > 0 else None
 
 
-def _plane_threads(node: NodeInfo, vec: bool, linear_: bool, make_run):
+def _plane_threads(node: NodeInfo, vec: bool, has_align: bool, make_run):
     """At more than one intra-op thread, the threads a large float32 2-D resize of static shape runs
     its (sample, channel) planes over: ``make_run(static)(x, out, threads)`` split where that times
     faster at load than one thread (``row_split.split_pays``, never by vendor; the same bits), else 1.
@@ -343,7 +343,7 @@ def _plane_threads(node: NodeInfo, vec: bool, linear_: bool, make_run):
     threads = RS.split_threads_for(t)
     if threads <= 1 or os.environ.get(PLANES_SPLIT_ENV, "1") == "0":
         return 1, None
-    static = _static_resize(node, vec, linear_)
+    static = _static_resize(node, vec, has_align)
     if static is None or static[0][0] * static[0][1] < 2:
         return 1, None
     shape, osz = static[:2]
