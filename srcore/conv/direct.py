@@ -585,8 +585,8 @@ class DirectRun:
     channel's copy writes only its own block of it), then :meth:`run_tasks` computes tasks ``[t0, t1)``
     (of ``tasks``: output rows or spans x channel block). Ranges of one step may run on different threads
     at once (the kernels release the GIL); a task's result does not depend on the range it ran in."""
-    __slots__ = ("_args", "_cstep", "_fill", "_grid", "_kernel", "_reach", "_serial", "_serial_calls", "_x", "_xq",
-                 "channels", "images", "tasks")
+    __slots__ = ("_args", "_conv", "_cstep", "_fill", "_grid", "_kernel", "_owner", "_reach", "_serial", "_serial_calls",
+                 "_x", "_xq", "channels", "images", "tasks")
 
     def __init__(self, conv: SimdDirectConv, x, out, residual):
         x4 = x[:, :, None, :] if conv.nd == 1 else x
@@ -597,6 +597,7 @@ class DirectRun:
         pix_inner = conv.wp.size // conv.g > conv.cg * sh * sw * Hq * Wq
         self._cstep = cstep = strides[0]
         self._x, self._xq = x4, conv._phase_buffer(self.channels * sh * sw * Hq * Wq)
+        self._conv, self._owner = conv, threading.get_ident()
         self._fill = (sh, sw, conv.pads[0][0], conv.pads[1][0])
         amask = 0
         for ky in range(conv.kernel[0]):
@@ -688,6 +689,22 @@ class DirectRun:
         else:
             i0, i1 = s0 // nck, s1 // nck + 1
         return i0, min(Hq, i1 + ry)
+
+    def own_copy(self, n: int):
+        """Image ``n``'s whole input copy in a phase buffer of the calling thread (the bound one's on the
+        thread that bound the call, else that thread's own buffer of the conv), for :meth:`run_tasks_on`:
+        a part whose tasks read every row copies the input itself rather than read the binding thread's
+        copy from another core's cache."""
+        if threading.get_ident() == self._owner:
+            xq = self._xq
+        else:
+            xq = self._conv._phase_buffer(self._xq.size)
+        fill_strided(self._x, n, *self._fill, xq, 0, self._cstep, *self._grid)
+        return xq
+
+    def run_tasks_on(self, xq, n: int, t0: int, t1: int):
+        """:meth:`run_tasks` reading the input copy ``xq`` (:meth:`own_copy`'s)."""
+        self._kernel(xq, *self._args[1:], n, t0, t1)
 
     def fill_rows(self, n: int, i0: int, i1: int):
         """Phase rows ``[i0, i1)`` of every input channel of image ``n`` into the phase buffer (the same

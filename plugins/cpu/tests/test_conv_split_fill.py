@@ -83,3 +83,33 @@ def test_band_rows_cover_what_each_part_reads_and_split_the_copy():
     assert a1 - a0 < 0.6 * b1 and b1 - b0 < 0.6 * b1
     grouped = simd_conv.SimdDirectConv(np.ones((32, 8, 3, 3), np.float32), None, 1, 1, 1, groups=2)
     assert grouped.bind(x, np.empty(grouped.out_shape(x.shape), np.float32)).task_units == 0
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_weights_inner_parts_copy_the_whole_input_per_thread_and_keep_the_bits(monkeypatch, threads):
+    """Large weights on a small plane: every task reads every row, so each thread running a part makes
+    its own whole copy (once a call) and reads that; the bits of one thread and torch's values, also
+    with the caller's buffer poisoned and over a second call into a fresh output."""
+    from srcore.conv.direct import DirectRun
+
+    rng = np.random.default_rng(7)
+    w = rng.standard_normal((96, 64, 3, 3)).astype(np.float32)
+    x = rng.standard_normal((2, 64, 9, 9)).astype(np.float32)
+    conv = simd_conv.SimdDirectConv(w, None, 1, 1, 1)
+    one = np.empty(conv.out_shape(x.shape), np.float32)
+    conv(x, one)
+    np.testing.assert_allclose(one, F.conv2d(torch.from_numpy(x), torch.from_numpy(w), padding=1).numpy(),
+                               rtol=1e-4, atol=1e-3)
+    copies = []
+    real = DirectRun.own_copy
+    monkeypatch.setattr(DirectRun, "own_copy", lambda self, n: (copies.append(n), real(self, n))[1])
+    for _ in range(2):
+        out = np.full_like(one, np.nan)
+        run = conv.bind(x, out)
+        assert run.task_units == 0
+        run._xq[...] = np.nan
+        copies.clear()
+        par.run_bound(run, threads)
+        assert np.array_equal(out, one)
+        # each image copied once by each thread that ran a part of it (1 to `threads` of them)
+        assert sorted(set(copies)) == [0, 1] and 2 <= len(copies) <= 2 * threads

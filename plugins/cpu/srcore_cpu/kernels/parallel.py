@@ -263,7 +263,11 @@ def run_bound(run, threads: int, split_fill: bool = True) -> None:
     thread, this 0.58-0.70x (docs/performance.md). Where a task range is a band of output rows
     (``task_rows``, a ``DirectRun``'s), each part copies the input rows its band reads itself
     (``fill_rows``) before its tasks: the copy is split too, not made whole on the caller first (10-30 %
-    of a conv on one thread, and all of it waited for: detection_head's layers on the AMD EPYC);
+    of a conv on one thread, and all of it waited for: detection_head's layers on the AMD EPYC). Where
+    every task reads every row (weights inner: large weights on small planes), each thread that runs a
+    part makes the whole copy in a buffer of its own once (``own_copy``): twice the copying, at once,
+    and each part then reads its copy from its own core's cache, not the caller's fresh one from the
+    other core's (resnet_small's 28x28-8x8 layers: 0.83-0.98x the time, loaded; performance-log.md).
     ``split_fill=False`` copies on the caller, as before (:func:`split_fill`)."""
     bands = split_fill and threads > 1 and getattr(run, "task_units", 0) > 0
     for n in range(run.images):
@@ -282,6 +286,16 @@ def run_bound(run, threads: int, split_fill: bool = True) -> None:
                 run.fill_rows(n, *run.task_rows(t0, t1))
                 run.run_tasks(n, t0, t1)
             run_parts(part, parts, threads)
+        elif split_fill and hasattr(run, "own_copy"):
+            copies = {}
+
+            def part(i, n=n, copies=copies):
+                me = _thread.get_ident()
+                xq = copies.get(me)
+                if xq is None:
+                    xq = copies[me] = run.own_copy(n)
+                run.run_tasks_on(xq, n, tasks * i // threads, tasks * (i + 1) // threads)
+            run_parts(part, threads, threads)
         else:
             run.fill(n, 0, run.channels)
             run_parts(lambda i, n=n: run.run_tasks(n, tasks * i // threads, tasks * (i + 1) // threads),
