@@ -585,8 +585,8 @@ class DirectRun:
     channel's copy writes only its own block of it), then :meth:`run_tasks` computes tasks ``[t0, t1)``
     (of ``tasks``: output rows or spans x channel block). Ranges of one step may run on different threads
     at once (the kernels release the GIL); a task's result does not depend on the range it ran in."""
-    __slots__ = ("_args", "_cstep", "_fill", "_grid", "_kernel", "_serial", "_serial_calls", "_x", "_xq", "channels",
-                 "images", "tasks")
+    __slots__ = ("_args", "_conv", "_cstep", "_fill", "_grid", "_kernel", "_owner", "_reach", "_serial", "_serial_calls",
+                 "_x", "_xq", "channels", "images", "tasks")
 
     def __init__(self, conv: SimdDirectConv, x, out, residual):
         x4 = x[:, :, None, :] if conv.nd == 1 else x
@@ -597,6 +597,7 @@ class DirectRun:
         pix_inner = conv.wp.size // conv.g > conv.cg * sh * sw * Hq * Wq
         self._cstep = cstep = strides[0]
         self._x, self._xq = x4, conv._phase_buffer(self.channels * sh * sw * Hq * Wq)
+        self._conv, self._owner = conv, threading.get_ident()
         self._fill = (sh, sw, conv.pads[0][0], conv.pads[1][0])
         amask = 0
         for ky in range(conv.kernel[0]):
@@ -609,6 +610,13 @@ class DirectRun:
         self._kernel = conv_tasks_oc if mode == OC_LANES else conv_tasks
         self._serial = None
         self._serial_calls = False
+        # what :meth:`task_rows` needs: (tasks per unit of rows, mode, units per output row, farthest
+        # tap's phase row and column, pitch, lanes); None where a task range is not a band of rows
+        # (groups, rows inner, output channels in the lanes)
+        nck = -(-Wo // tile) if mode == ROWS else 1
+        self._reach = None if (conv.g > 1 or pix_inner or mode == OC_LANES) else (
+            conv.nb_oc, mode, nck, (conv.kernel[0] - 1) * conv.dilation[0] // sh,
+            (conv.kernel[1] - 1) * conv.dilation[1] // sw, strides[3], conv.nl, Hq)
 
     def with_out(self, out) -> DirectRun:
         """This call writing into ``out`` (C-contiguous and aligned, of the same shape and dtype as
@@ -660,6 +668,51 @@ class DirectRun:
     def fill(self, n: int, c0: int, c1: int):
         """Input channels ``[c0, c1)`` of image ``n`` into the phase buffer."""
         fill_strided(self._x[:, c0:c1], n, *self._fill, self._xq, c0 * self._cstep, self._cstep, *self._grid)
+
+    @property
+    def task_units(self) -> int:
+        """Tasks per band of output rows (:meth:`task_rows` cuts at multiples of it); 0: no bands."""
+        return 0 if self._reach is None else self._reach[0]
+
+    def task_rows(self, t0: int, t1: int) -> tuple[int, int] | None:
+        """The phase rows ``[i0, i1)`` of the input copy that tasks ``[t0, t1)`` (``t0 < t1``) read, of
+        every channel: a part that fills just those (:meth:`fill_rows`) runs its tasks without waiting
+        for the whole copy. None when a task range is not a band of rows (:attr:`task_units` 0)."""
+        if self._reach is None:
+            return None
+        per, mode, nck, ry, rx, pitch, nl, Hq = self._reach
+        s0, s1 = t0 // per, (t1 - 1) // per       # the first and last unit of rows
+        if mode == FLAT:   # spans of 2 * nl positions at the row pitch; a tap reaches rx columns on
+            i0, i1 = s0 * 2 * nl // pitch, ((s1 + 1) * 2 * nl - 1 + rx) // pitch + 1
+        elif mode == PAIRS:
+            i0, i1 = 2 * s0, 2 * s1 + 2
+        else:
+            i0, i1 = s0 // nck, s1 // nck + 1
+        return i0, min(Hq, i1 + ry)
+
+    def own_copy(self, n: int):
+        """Image ``n``'s whole input copy in a phase buffer of the calling thread (the bound one's on the
+        thread that bound the call, else that thread's own buffer of the conv), for :meth:`run_tasks_on`:
+        a part whose tasks read every row copies the input itself rather than read the binding thread's
+        copy from another core's cache."""
+        if threading.get_ident() == self._owner:
+            xq = self._xq
+        else:
+            xq = self._conv._phase_buffer(self._xq.size)
+        fill_strided(self._x, n, *self._fill, xq, 0, self._cstep, *self._grid)
+        return xq
+
+    def run_tasks_on(self, xq, n: int, t0: int, t1: int):
+        """:meth:`run_tasks` reading the input copy ``xq`` (:meth:`own_copy`'s)."""
+        self._kernel(xq, *self._args[1:], n, t0, t1)
+
+    def fill_rows(self, n: int, i0: int, i1: int):
+        """Phase rows ``[i0, i1)`` of every input channel of image ``n`` into the phase buffer (the same
+        values :meth:`fill` writes there; two parts may write a row they share at once: equal values)."""
+        sh, sw, pt, pl = self._fill
+        a, b, rs, _, Wq, amask, tag, nl = self._grid
+        fill_strided(self._x, n, sh, sw, pt - i0 * sh, pl, self._xq, i0 * rs, self._cstep, a, b, rs, i1 - i0, Wq,
+                     amask, tag, nl)
 
     def run_tasks(self, n: int, t0: int, t1: int):
         """Tasks ``[t0, t1)`` of image ``n`` (its input filled)."""

@@ -21,6 +21,12 @@ KERNELS: list[Kernel] = [
            matcher=_M + "bicubic2d_matcher", priority=2)
     for ov, impl in (("", ""), (".vec", "_vec"))
 ] + [
+    # nearest 2-D split by planes over the intra-op threads where that times faster at load; its
+    # matcher declines everything else (1 thread, small or dynamic nodes), which the numpy kernel takes
+    Kernel(f"aten::upsample_nearest2d{ov}", "cpu", "out", ("float32",), f"{_M}upsample_nearest2d{impl}",
+           matcher=_M + "nearest2d_matcher", priority=2)
+    for ov, impl in (("", ""), (".vec", "_vec"))
+] + [
     Kernel(f"aten::upsample_{op}{ov}", "cpu", "out", FLOATS, f"{_M}upsample_{op}{impl}")
     for op in _OPS for ov, impl in (("", ""), (".vec", "_vec"))
 ] + [

@@ -25,7 +25,8 @@ Constant-weight kernels (the matchers', :func:`make_conv`) pick a path per input
   channels in the vector lanes) when it times faster than the path chosen above for that shape.
 
 At more than one intra-op thread (numpy's BLAS thread count, or ``SRCORE_CPU_THREADS``) the SIMD
-conv's layouts, the Winograd / im2col paths and the direct grouped conv are also timed split over
+conv's layouts (split by bands of output rows, each part copying the input rows its band reads:
+``parallel.run_bound``), the Winograd / im2col paths and the direct grouped conv are also timed split over
 the threads on the part pool (``parallel.py``; one BLAS thread a part), and the threaded-BLAS path
 after them: in two passes over the module's convs (``tactic.deferred``), the part-pool and one-thread
 candidates as each conv is built, the threaded-BLAS ones (with the im2col copies' split and MKL's
@@ -392,11 +393,12 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
         # at more than one intra-op thread each layout also split over them (its tasks, rows or spans
         # of the output, on the part pool), timed in wall time against the other paths at that count
         counts = sorted({threads, _par.intra_op_threads()})
+        fill_parts = _par.split_fill()   # (read at load: an A/B switch)
 
         def layout(rows, tile, n):
             def run(x, o):
                 simd.rows_interleaved, simd.row_tile = rows, tile
-                return _simd_run(simd, x, o, n, r0)
+                return _simd_run(simd, x, o, n, r0, fill_parts)
             return run
         ways, way_threads = {}, {}
         for n in counts:
@@ -412,7 +414,7 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
             simd_oc = simd_conv.SimdDirectConv(w, b, stride, pads, dilation, groups, oc_lanes=True, lo=lo)
             for n in counts:
                 way = "simd_oc" + ("" if n == threads else f"@{n}")
-                ways[way], way_threads[way] = (lambda x, o, n=n: _simd_run(simd_oc, x, o, n, r0)), n
+                ways[way], way_threads[way] = (lambda x, o, n=n: _simd_run(simd_oc, x, o, n, r0, fill_parts)), n
         ep = epilogue or (lambda o, other=None: o)
         others = {"other": lambda x, o: ep(conv_const(x, o), r0)}
         if direct is None:
@@ -447,7 +449,7 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
                                                             and other.flags.c_contiguous))):
                     if out is None:
                         out = np.empty(oshape, np.float32)
-                    return _simd_run(simd, input, out, run_threads, other)
+                    return _simd_run(simd, input, out, run_threads, other, fill_parts)
                 return fallback(input, out, other) if epilogue is not None else fallback(input, out)
             conv_simd.tactic = way
             return conv_simd
@@ -515,12 +517,13 @@ def _with_split(other_paths, n: int, shape, conv):
     return conv_split
 
 
-def _simd_run(simd, x, out, threads: int, residual=None):
+def _simd_run(simd, x, out, threads: int, residual=None, split_fill=True):
     """``simd`` (a ``SimdDirectConv``) on ``x`` (+ ``residual``) into ``out``, its tasks split over
-    ``threads`` on the part pool (``parallel.run_bound``) when more than one."""
+    ``threads`` on the part pool (``parallel.run_bound``; ``split_fill``: each part copying the input
+    rows it reads) when more than one."""
     if threads <= 1:
         return simd(x, out, residual)
-    _par.run_bound(simd.bind(x, out, residual), threads)
+    _par.run_bound(simd.bind(x, out, residual), threads, split_fill)
     return out
 
 

@@ -43,7 +43,10 @@ def _bilinear(x, o, h0, h1, lh0, lh1, w0, w1, lw0, lw1, tmp):
 
 class _Resize2d:
     """A compiled 2-D resize: the kernel (``_function`` for ``_signature``) and its per-axis taps
-    (``_taps_of(n, o, scale, align_corners, ft)``) for each input shape, computed once."""
+    (``_taps_of(n, o, scale, align_corners, ft)``) for each input shape, computed once.
+    ``run(x, osz, align_corners, scales, out, threads=1)``: with ``threads > 1`` the (sample, channel)
+    planes in that many blocks on the part pool (``row_split.run_rows``), each block one kernel call
+    with its own row buffer: every plane is computed as on one thread, so the same bits."""
 
     def __init__(self):
         self.kernel = _J.compiled(self._function, self._signature)
@@ -58,18 +61,29 @@ class _Resize2d:
                                    self._taps_of(W, osz[1], scales[1], align_corners, ft))
         return t
 
+    def _planes(self, x, out, osz, taps, threads):
+        """The kernel on every plane of ``x`` into ``out``, in ``threads`` blocks of planes (1: one call)."""
+        N, C, H, W = x.shape
+        x3, o3 = x.reshape(N * C, H, W), out.reshape(N * C, osz[0], osz[1])
+        kernel = self.kernel
+        if threads <= 1 or N * C < 2:
+            kernel(x3, o3, *taps, np.empty((H, osz[1]), np.float32))
+            return out
+        from .row_split import run_rows
+
+        run_rows(lambda lo, hi: kernel(x3[lo:hi], o3[lo:hi], *taps, np.empty((H, osz[1]), np.float32)), N * C, threads)
+        return out
+
 
 class Bilinear2d(_Resize2d):
     """``run(x, osz, align_corners, scales, out)`` for float32 C-contiguous (N, C, H, W) ``x``."""
 
     _function, _signature, _taps_of = staticmethod(_bilinear), _SIG, staticmethod(_U.linear_taps)
 
-    def __call__(self, x, osz, align_corners, scales, out):
+    def __call__(self, x, osz, align_corners, scales, out, threads=1):
         N, C, H, W = x.shape
         (h0, h1, lh0, lh1), (w0, w1, lw0, lw1) = self.taps(H, W, tuple(osz), bool(align_corners), scales)
-        self.kernel(x.reshape(N * C, H, W), out.reshape(N * C, osz[0], osz[1]),
-                    h0, h1, lh0, lh1, w0, w1, lw0, lw1, np.empty((H, osz[1]), np.float32))
-        return out
+        return self._planes(x, out, osz, (h0, h1, lh0, lh1, w0, w1, lw0, lw1), threads)
 
 
 _SIG_CUBIC = ("void(float32[:, :, ::1], float32[:, :, ::1], int64[:, ::1], float32[:, ::1], int64[:, ::1], "
@@ -102,9 +116,7 @@ class Bicubic2d(_Resize2d):
 
     _function, _signature, _taps_of = staticmethod(_bicubic), _SIG_CUBIC, staticmethod(_U.cubic_taps)
 
-    def __call__(self, x, osz, align_corners, scales, out):
+    def __call__(self, x, osz, align_corners, scales, out, threads=1):
         N, C, H, W = x.shape
         (hi, hw), (wi, ww) = self.taps(H, W, tuple(osz), bool(align_corners), scales)
-        self.kernel(x.reshape(N * C, H, W), out.reshape(N * C, osz[0], osz[1]), hi, hw, wi, ww,
-                    np.empty((H, osz[1]), np.float32))
-        return out
+        return self._planes(x, out, osz, (hi, hw, wi, ww), threads)

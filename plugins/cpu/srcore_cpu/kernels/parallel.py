@@ -254,21 +254,59 @@ def run_parts(fn, parts: int, threads: int) -> None:
     get_pool(threads).run(fn, parts)
 
 
-def run_bound(run, threads: int) -> None:
+def run_bound(run, threads: int, split_fill: bool = True) -> None:
     """A bound conv call of ``srcore.conv`` (``SimdDirectConv.bind``: ``images``, ``channels``,
     ``tasks``, ``fill(n, c0, c1)``, ``run_tasks(n, t0, t1)``) with its tasks split in ``threads``
     contiguous ranges on this pool, claimed by its threads: ``srcore.conv``'s own split until 2026-11-28
     (``run_bound`` there) hands every range to a ``ThreadPoolExecutor`` and waits, which on the
     2-vCPU Sapphire Rapids VM under load made resnet_small's 3x3 convs 1.04-1.14x slower than one
-    thread, this 0.58-0.70x (docs/performance.md). The input copy stays on the caller."""
+    thread, this 0.58-0.70x (docs/performance.md). Where a task range is a band of output rows
+    (``task_rows``, a ``DirectRun``'s), each part copies the input rows its band reads itself
+    (``fill_rows``) before its tasks: the copy is split too, not made whole on the caller first (10-30 %
+    of a conv on one thread, and all of it waited for: detection_head's layers on the AMD EPYC). Where
+    every task reads every row (weights inner: large weights on small planes), each thread that runs a
+    part makes the whole copy in a buffer of its own once (``own_copy``): twice the copying, at once,
+    and each part then reads its copy from its own core's cache, not the caller's fresh one from the
+    other core's (resnet_small's 28x28-8x8 layers: 0.83-0.98x the time, loaded; performance-log.md).
+    ``split_fill=False`` copies on the caller, as before (:func:`split_fill`)."""
+    bands = split_fill and threads > 1 and getattr(run, "task_units", 0) > 0
     for n in range(run.images):
-        run.fill(n, 0, run.channels)
         tasks = run.tasks
         if threads <= 1 or tasks < 2 * threads:
+            run.fill(n, 0, run.channels)
             run.run_tasks(n, 0, tasks)
+        elif bands:
+            per = run.task_units
+            units = -(-tasks // per)
+            parts = min(threads, units)
+            cuts = [min(tasks, units * i // parts * per) for i in range(parts + 1)]
+
+            def part(i, n=n, cuts=cuts):
+                t0, t1 = cuts[i], cuts[i + 1]
+                run.fill_rows(n, *run.task_rows(t0, t1))
+                run.run_tasks(n, t0, t1)
+            run_parts(part, parts, threads)
+        elif split_fill and hasattr(run, "own_copy"):
+            copies = {}
+
+            def part(i, n=n, copies=copies):
+                me = _thread.get_ident()
+                xq = copies.get(me)
+                if xq is None:
+                    xq = copies[me] = run.own_copy(n)
+                run.run_tasks_on(xq, n, tasks * i // threads, tasks * (i + 1) // threads)
+            run_parts(part, threads, threads)
         else:
+            run.fill(n, 0, run.channels)
             run_parts(lambda i, n=n: run.run_tasks(n, tasks * i // threads, tasks * (i + 1) // threads),
                       threads, threads)
+
+
+def split_fill() -> bool:
+    """Whether a conv built now lets :func:`run_bound`'s parts copy their own input rows
+    (``SRCORE_CPU_SPLIT_FILL=0``: no, the caller copies the whole input first, as before 2026-11-29;
+    an A/B switch read at load, ``families_ab``'s runner suffix ``+nosplitfill``)."""
+    return os.environ.get("SRCORE_CPU_SPLIT_FILL", "1") != "0"
 
 
 def _after_fork():

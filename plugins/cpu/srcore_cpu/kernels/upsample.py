@@ -9,6 +9,8 @@ closely on the weights.
 from __future__ import annotations
 
 import functools
+import math
+import os
 
 import numpy as np
 
@@ -304,11 +306,71 @@ def __interpolate(input, size=None, scale_factor=None, mode="nearest", align_cor
 
 # --- the compiled bilinear and bicubic kernels (``jit_upsample.py``, numba) for float32 nodes -----
 
+def _static_resize(node: NodeInfo, vec: bool, has_align: bool):
+    """``(input shape, output size, align_corners, scales)`` of a 2-D resize node whose input shape is
+    static and whose other arguments are constants (the output size computed as the kernel does), else
+    None: what a split timed at load needs."""
+    from . import row_split as RS
+
+    shape = RS.static_shape(node.args[0].type if node.args else None)
+    rest = [a.name for a in node.args[1:]]
+    if shape is None or len(shape) != 4 or not all(node.is_const(n) for n in rest):
+        return None
+    vals = [node.const(n) for n in rest]
+    if has_align:   # (input, output_size, align_corners, scales...): bilinear, bicubic
+        align, vals = bool(vals[1]), [vals[0], *vals[2:]]
+    else:
+        align = False
+    try:
+        if vec:
+            osz, sc = _sizes(np.empty(shape, np.float32), 2, vals[0], vals[1] if len(vals) > 1 else None)
+        else:
+            osz, sc = tuple(int(v) for v in vals[0]), list(vals[1:3]) + [None] * (2 - len(vals[1:3]))
+    except (KernelError, TypeError, ValueError, IndexError):
+        return None       # a bad resize: the kernel reports it at run time, naming the node
+    osz = tuple(int(v) for v in osz)
+    return (shape, osz, align, sc) if min(osz) > 0 and math.prod(shape) > 0 else None
+
+
+def _plane_threads(node: NodeInfo, vec: bool, has_align: bool, make_run):
+    """At more than one intra-op thread, the threads a large float32 2-D resize of static shape runs
+    its (sample, channel) planes over: ``make_run(static)(x, out, threads)`` split where that times
+    faster at load than one thread (``row_split.split_pays``, never by vendor; the same bits), else 1.
+    ``(threads, static)``, ``static`` from :func:`_static_resize` (None: not static, not timed)."""
+    from . import row_split as RS
+
+    t = node.output_types[0] if node.output_types else None
+    threads = RS.split_threads_for(t)
+    if threads <= 1 or os.environ.get(PLANES_SPLIT_ENV, "1") == "0":
+        return 1, None
+    static = _static_resize(node, vec, has_align)
+    if static is None or static[0][0] * static[0][1] < 2:
+        return 1, None
+    shape, osz = static[:2]
+    x, out = RS.sample(shape), np.empty(shape[:2] + osz, np.float32)
+    run = make_run(static)
+
+    def one(x, out):
+        return run(x, out, 1)
+
+    def split(x, out):
+        return run(x, out, threads)
+    split.what = f"resize_planes_{node.op}"
+    return (threads if RS.split_pays(one, split, (x, out)) else 1), static
+
+
+#: ``SRCORE_CPU_RESIZE_SPLIT=0`` (read at load): no 2-D resize split over the intra-op threads (an A/B
+#: switch; ``families_ab``'s runner suffix ``+noresizesplit``)
+PLANES_SPLIT_ENV = "SRCORE_CPU_RESIZE_SPLIT"
+
+
 def _compiled_resize_2d(node: NodeInfo, kernel_class: str, numpy_fn, name: str, least: int | None = None):
     """The ``Specialized`` call of ``jit_upsample.<kernel_class>`` for an ``aten::upsample_*2d`` node of
     either overload (``name``: its function's name), with ``numpy_fn`` (:func:`linear` or :func:`bicubic`)
     for what the kernel does not take (not float32 NCHW C-contiguous, empty); None when the node is not
-    float32 or has fewer than ``least`` elements (:func:`.norm._f32_node`)."""
+    float32 or has fewer than ``least`` elements (:func:`.norm._f32_node`). At more than one intra-op
+    thread a node of static shape runs its planes split where that timed faster at load
+    (:func:`_plane_threads`)."""
     from . import jit_upsample
     from .norm import _f32_node
 
@@ -316,6 +378,7 @@ def _compiled_resize_2d(node: NodeInfo, kernel_class: str, numpy_fn, name: str, 
         return None
     kernel = getattr(jit_upsample, kernel_class)()
     vec = node.op.endswith(".vec")
+    split = [1, None]
 
     def resize2d_jit(input, output_size, align_corners, s0=None, s1=None, out=None):
         if vec:
@@ -330,8 +393,10 @@ def _compiled_resize_2d(node: NodeInfo, kernel_class: str, numpy_fn, name: str, 
             out = np.empty(input.shape[:2] + osz, np.float32)
         elif out.dtype != np.float32 or not out.flags.c_contiguous or out.shape != input.shape[:2] + osz:
             return numpy_fn(input, osz, align_corners, sc, out=out)
-        return kernel(input, osz, align_corners, sc, out)
+        threads = split[0] if split[0] > 1 and input.shape == split[1][0] and osz == split[1][1] else 1
+        return kernel(input, osz, align_corners, sc, out, threads)
     resize2d_jit.__name__ = resize2d_jit.__qualname__ = name   # (what `srcore inspect --dispatch` shows)
+    split[:] = _plane_threads(node, vec, True, lambda st: lambda x, o, n: kernel(x, st[1], st[2], st[3], o, n))
     return Specialized(resize2d_jit, args=(0, 1, 2, 3) if vec else (0, 1, 2, 3, 4))
 
 
@@ -346,3 +411,35 @@ def bilinear2d_matcher(node: NodeInfo):
     """``aten::upsample_bilinear2d`` (both overloads) on large float32 tensors: the compiled kernel
     (compiled now), or None (the numpy kernel)."""
     return _compiled_resize_2d(node, "Bilinear2d", linear, "bilinear2d_jit")
+
+
+def _nearest_planes(x, osz, scales, out, threads):
+    """:func:`nearest` of float32 C-contiguous (N, C, H, W) ``x`` into ``out``, its planes in ``threads``
+    blocks on the part pool (``row_split.run_rows``; numpy's gathers release the GIL): the same bits."""
+    from .row_split import run_rows
+
+    N, C, H, W = x.shape
+    x3, o3 = x.reshape(N * C, H, W), out.reshape(N * C, *osz)
+    run_rows(lambda lo, hi: nearest(x3[lo:hi], osz, scales, out=o3[lo:hi]), N * C, threads)
+    return out
+
+
+def nearest2d_matcher(node: NodeInfo):
+    """``aten::upsample_nearest2d`` (both overloads): at more than one intra-op thread, a large float32
+    node of static shape and constant sizes runs its planes split over them where that times faster at
+    load (:func:`_plane_threads`; the same bits); else None (the numpy kernel)."""
+    vec = node.op.endswith(".vec")
+    threads, static = _plane_threads(node, vec, False, lambda st: lambda x, o, n: _nearest_planes(
+        x, st[1], st[3], o, n))
+    if threads <= 1:
+        return None
+    shape, osz, _, sc = static
+    oshape = shape[:2] + osz
+    plain = upsample_nearest2d_vec if vec else upsample_nearest2d
+
+    def nearest2d_split(input, *args, out=None):
+        if (input.shape == shape and input.dtype == np.float32 and input.flags.c_contiguous
+                and (out is None or (out.dtype == np.float32 and out.flags.c_contiguous and out.shape == oshape))):
+            return _nearest_planes(input, osz, sc, np.empty(oshape, np.float32) if out is None else out, threads)
+        return plain(input, *args, out=out)
+    return Specialized(nearest2d_split, args=tuple(range(len(node.args))))
