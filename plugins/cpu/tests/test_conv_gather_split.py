@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from threadpoolctl import threadpool_limits
 
 import srcore
 from srcore_cpu.kernels import conv as C
@@ -27,6 +28,14 @@ CASES = [
     ((1, 3, 9, 10, 11), (4, 3, 3, 3, 3), 1, 1, 1, 1, True),
 ]
 
+
+
+@pytest.fixture(autouse=True)
+def _blas_on_one_thread():
+    # the bits compared here are one-thread BLAS bits (the split holds numpy's BLAS at one thread); pytest
+    # without xdist leaves OpenBLAS threaded, which sums some products in another order
+    with threadpool_limits(1, user_api="blas"):
+        yield
 
 def _args(case, seed=0):
     xs, ws, stride, padding, dilation, groups, bias = case
