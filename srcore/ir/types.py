@@ -295,8 +295,8 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _is_union(t: Type) -> bool:
-    # no UnionType exists before srcore.ir.rare_types is imported: asking needs no import
+def is_union(t: Type) -> bool:
+    """``isinstance(t, UnionType)``, without importing ``srcore.ir.rare_types`` (no union exists before it is)."""
     rare = sys.modules.get(__name__.rpartition(".")[0] + ".rare_types")
     return rare is not None and isinstance(t, rare.UnionType)
 
@@ -307,7 +307,7 @@ def holds_ml_dtype(t: Type) -> bool:
         return t.dtype in ML_DTYPES
     if isinstance(t, (ListType, OptionalType)):
         return holds_ml_dtype(t.elem)
-    if isinstance(t, TupleType) or _is_union(t):
+    if isinstance(t, TupleType) or is_union(t):
         return any(holds_ml_dtype(e) for e in t.elems)
     if isinstance(t, DictType):
         return holds_ml_dtype(t.value)
