@@ -58,12 +58,15 @@ def save(model: Model, path: str | os.PathLike, *, producer: str | None = None,
 
 
 def write(model: Model, path: str | os.PathLike, *, producer: str | None = None, backends: Any = None,
-          registry: Any = None, more_metadata: Any = None, data_blake2b: bool = False) -> None:
+          registry: Any = None, more_metadata: Any = None, data_blake2b: bool = False,
+          graph_form: bool = False) -> None:
     """:func:`save` for srcore's own writers: ``registry`` (default: the plugin manager's) tells which plugins
     the graph's ops come from; ``more_metadata(graph)``, called with the graph parsed back from the IR text to
     be written (the check every save makes), returns metadata to record beside the model's (one print and one
     parse serve both). ``data_blake2b``: also record the data section's BLAKE2b-256 (``data_blake2b``, which
-    ``load(verify="entry")`` checks instead of the SHA-256: the prepared cache's entries)."""
+    ``load(verify="entry")`` checks instead of the SHA-256: the prepared cache's entries). ``graph_form``: also record
+the graph parsed back in ``srcore.format.graph_form``'s JSON (``graph_form``, which ``load(verify="entry")``
+builds the graph from without the IR parser: the prepared cache's entries), when that form carries it exactly."""
     from .. import __version__
     from ..ir.printer import print_graph
 
@@ -110,6 +113,12 @@ def write(model: Model, path: str | os.PathLike, *, producer: str | None = None,
     }
     if fast_hash is not None:
         md["data_blake2b"] = fast_hash.hexdigest()
+    if graph_form:
+        from .graph_form import encode
+
+        form = encode(back, params)
+        if form is not None:
+            md["graph_form"] = form
     if engines_md:
         md["engines"] = canonical_json(engines_md)
     header: dict[str, Any] = {"__metadata__": md, **entries}
@@ -244,7 +253,11 @@ def _load(path, verify: str) -> Model:
         model = unparsed(c.path, md["graph"], params, specs, tuple(outputs), meta, engines=engines, plugins=plugins,
                          op_schemas=op_schemas)
     else:
-        graph = _parse(c.path, md["graph"], params)
+        graph = None
+        if verify == "entry" and "graph_form" in md:   # a prepared-cache entry: the graph without the parser
+            graph = _from_form(c.path, md["graph_form"], params)
+        if graph is None:
+            graph = _parse(c.path, md["graph"], params)
         params.update(collect_params(graph))  # quantized parameters: their integers with the type's qparams
         model = Model(graph, params, specs, tuple(outputs), meta, engines, plugins=plugins, op_schemas=op_schemas)
         _validate(c.path, model)
@@ -302,6 +315,17 @@ def _schemas(c: Container, text: str) -> tuple:
         return tuple(FunctionSchema.parse(t) for t in texts)
     except (ValueError, SchemaError) as exc:
         c.fail(f"bad schemas metadata: {exc}")
+
+
+def _from_form(path: str, form: str, params):
+    """The graph of an entry's ``graph_form`` (``srcore.format.graph_form``), or None: then the text is parsed."""
+    from .graph_form import decode
+
+    try:
+        return decode(form, params)
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
+        log.info("%s: graph_form not used (%s: %s)", path, type(exc).__name__, exc)
+        return None
 
 
 def _parse(path: str, text: str, params):

@@ -14,6 +14,7 @@ import re
 
 import attrs
 
+from .._re_cache import compile as _compile_cached
 from .._repr import shared_repr
 from ..errors import GraphParseError
 
@@ -29,8 +30,8 @@ class Token:
 
 # One pattern for every token, its alternatives in the order the kinds are tried (Python's alternation takes
 # the first that matches): one match a token instead of up to five (digits' 442 tokens: 9.2 -> 6.6 M instructions;
-# its compilation costs ~1 M more than the five patterns').
-_TOKEN = re.compile(r"[ \t\r\f\v]*(?:"   # (not re.VERBOSE: parsing it was ~0.5 M instructions more)
+# its compilation costs ~1 M more than the five patterns'), served compiled from srcore._re_cache after the first start.
+_TOKEN = _compile_cached(r"[ \t\r\f\v]*(?:"   # (not re.VERBOSE: parsing it was ~0.5 M instructions more)
                     r"(?P<NL>\n)"
                     r"|#(?P<COMMENT>[^\n]*)"
                     r"|%(?P<VALUE>[A-Za-z0-9_][A-Za-z0-9_.]*)"

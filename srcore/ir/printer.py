@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 from .graph import Block, Graph, Node, Value
-from .types import DTYPE_TO_TORCH, BOOL, DictType, ListType, OptionalType, TensorType, TupleType, Type, UnionType
+from .types import DTYPE_TO_TORCH, BOOL, DictType, ListType, OptionalType, TensorType, TupleType, Type, is_union
 
 __all__ = ["print_graph", "print_node", "value_names", "format_literal", "torch_type_str"]
 
@@ -140,7 +140,7 @@ def torch_type_str(t: Type) -> str:
         return "(" + ", ".join(torch_type_str(e) for e in t.elems) + ")"
     if isinstance(t, DictType):
         return f"Dict({torch_type_str(t.key)}, {torch_type_str(t.value)})"
-    if isinstance(t, UnionType):
+    if is_union(t):
         return "Union(" + ", ".join(torch_type_str(e) for e in t.elems) + ")"
     return str(t)
 

@@ -10,8 +10,9 @@ from typing import Any
 from ..errors import QuantizationError
 from .lexer import Lexer, Token
 from .quant import check_qparams, qparams_from_kwargs
-from .types import (ANY, OPAQUE_TYPE_NAMES, FutureType, OpaqueType, UnionType, WrapperType, BOOL, FLOAT, INT, NONE, SIMPLE_TYPES, TORCH_TO_DTYPE, ClassType, DeviceType,
-                    DictType, ListType, OptionalType, StrType, TensorType, TupleType, Type, AnyType, NumberType)
+from .types import (ANY, OPAQUE_TYPE_NAMES, BOOL, FLOAT, INT, NONE, SIMPLE_TYPES, TORCH_TO_DTYPE, DeviceType,
+                    DictType, ListType, OptionalType, StrType, TensorType, TupleType, Type, AnyType, NumberType, is_union)
+# (the types of srcore.ir.rare_types are imported where the text names one: a graph without any builds none)
 
 _DIM_KWARGS = {"strides", "requires_grad", "device"}
 _QUANT_KWARGS = {"scale", "zero_point", "axis"}
@@ -147,6 +148,8 @@ class TypeSyntax:
             close = "]" if self.accept("[") else (self.expect("(", "'(' or '['") and ")")
             elem = self.type_(depth + 1)
             self.expect(close)
+            from .rare_types import FutureType, WrapperType
+
             return FutureType(elem) if name == "Future" else WrapperType(name, elem)
         if name == "Union":
             self.expect("(")
@@ -154,6 +157,8 @@ class TypeSyntax:
             while self.accept(","):
                 elems.append(self.type_(depth + 1))
             self.expect(")", "',' or ')'")
+            from .rare_types import UnionType
+
             return UnionType(tuple(elems))
         if name in TORCH_TO_DTYPE or name == "Tensor":
             dtype = TORCH_TO_DTYPE.get(name)
@@ -165,8 +170,12 @@ class TypeSyntax:
         if name in SIMPLE_TYPES:
             return SIMPLE_TYPES[name]
         if "." in name:  # __torch__.models.MLP: a class / module type
+            from .rare_types import ClassType
+
             return ClassType(name)
         if name in OPAQUE_TYPE_NAMES:
+            from .rare_types import OpaqueType
+
             return OpaqueType(name)
         if _is_type_variable(name):  # a schema's type variable (t, t1, tVal): any type
             return ANY
@@ -294,7 +303,7 @@ def coerce_constant(value: Any, t: Type) -> Any:
         raise TypeError(f"{value!r} is not a {len(t.elems)}-tuple")
     if isinstance(t, (AnyType, NumberType)):
         return value
-    if isinstance(t, UnionType):
+    if is_union(t):
         # the element type the value already is first: the 0 of a Union(float, int)[] stays an int
         fits = []
         for e in t.elems:

@@ -14,6 +14,7 @@ parameters (:class:`srcore.ir.quant.QParams`), printed after the dims:
 """
 from __future__ import annotations
 
+import sys
 from typing import Union
 
 import attrs
@@ -252,62 +253,6 @@ class DictType(Type):
         return f"Dict({self.key}, {self.value})"
 
 
-@attrs.frozen
-@shared_repr
-class ClassType(Type):
-    """A TorchScript class or module (``__torch__.models.MLP``); opaque to srcore."""
-
-    name: str
-
-    def __str__(self) -> str:
-        return self.name
-
-
-@attrs.frozen
-@shared_repr
-class UnionType(Type):
-    """``Union(A, B)``: a value of one of the element types (TorchScript prints ``T?`` for ``Union(T, None)``)."""
-
-    elems: tuple[Type, ...] = attrs.field(converter=to_tuple)
-
-    def __str__(self) -> str:
-        return "Union(" + ", ".join(str(e) for e in self.elems) + ")"
-
-
-@attrs.frozen
-@shared_repr
-class OpaqueType(Type):
-    """A TorchScript type srcore only carries (``Storage``, ``Stream``, ``Capsule``, ``QScheme``...)."""
-
-    name: str
-
-    def __str__(self) -> str:
-        return self.name
-
-
-@attrs.frozen
-@shared_repr
-class WrapperType(Type):
-    """``Await(T)`` / ``RRef(T)``: a handle to a value of type ``elem``, opaque to srcore."""
-
-    name: str
-    elem: Type
-
-    def __str__(self) -> str:
-        return f"{self.name}({self.elem})"
-
-
-@attrs.frozen
-@shared_repr
-class FutureType(Type):
-    """The result of ``prim::fork``: ``aten::wait`` turns it into a value of type ``elem``."""
-
-    elem: Type
-
-    def __str__(self) -> str:
-        return f"Future({self.elem})"
-
-
 # Shared instances: the types are immutable, so one of each is enough.
 INT = IntType()
 FLOAT = FloatType()
@@ -338,13 +283,31 @@ SIMPLE_TYPES: dict[str, Type] = {
 OPAQUE_TYPE_NAMES = ("Storage", "Stream", "Capsule", "QScheme", "Quantizer", "AnyClassType", "AnyEnumType")
 
 
+#: the types of ``srcore.ir.rare_types``, which imports them from there on first use
+_RARE_TYPES = frozenset({"ClassType", "UnionType", "OpaqueType", "WrapperType", "FutureType"})
+
+
+def __getattr__(name: str):
+    if name in _RARE_TYPES:
+        from . import rare_types
+
+        return getattr(rare_types, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def is_union(t: Type) -> bool:
+    """``isinstance(t, UnionType)``, without importing ``srcore.ir.rare_types`` (no union exists before it is)."""
+    rare = sys.modules.get(__name__.rpartition(".")[0] + ".rare_types")
+    return rare is not None and isinstance(t, rare.UnionType)
+
+
 def holds_ml_dtype(t: Type) -> bool:
     """True if a value of type ``t`` is or holds a tensor of one of :data:`ML_DTYPES`."""
     if isinstance(t, TensorType):
         return t.dtype in ML_DTYPES
     if isinstance(t, (ListType, OptionalType)):
         return holds_ml_dtype(t.elem)
-    if isinstance(t, (TupleType, UnionType)):
+    if isinstance(t, TupleType) or is_union(t):
         return any(holds_ml_dtype(e) for e in t.elems)
     if isinstance(t, DictType):
         return holds_ml_dtype(t.value)

@@ -260,7 +260,7 @@ def write(sm: Any, entry: str) -> bool:
 
     try:
         os.makedirs(os.path.dirname(entry), exist_ok=True)
-        _save_prepared(sm, entry, "srcore prepared cache", data_blake2b=True)
+        _save_prepared(sm, entry, "srcore prepared cache", cache_entry=True)
     except (SrcoreError, OSError, ValueError, TypeError) as exc:
         log.info("prepared cache: not writing %s (%s)", entry, exc)
         return False

@@ -479,7 +479,7 @@ class StaticModule:
 
 
 # -- helpers -------------------------------------------------------------------------------------
-def _save_prepared(sm: StaticModule, path, producer: str | None, *, data_blake2b: bool = False) -> list[str]:
+def _save_prepared(sm: StaticModule, path, producer: str | None, *, cache_entry: bool = False) -> list[str]:
     from ..format.srm import write
     from ..model import Model, collect_params
     from .prepared import KEY, fingerprint, record, same_types
@@ -502,7 +502,7 @@ def _save_prepared(sm: StaticModule, path, producer: str | None, *, data_blake2b
 
     write(Model(graph, collect_params(graph), model.input_specs, model.output_names, model.metadata,
                 plugins=model.plugins, op_schemas=model.op_schemas), path, producer=producer, registry=sm.registry,
-          more_metadata=prepared_record, data_blake2b=data_blake2b)
+          more_metadata=prepared_record, data_blake2b=cache_entry, graph_form=cache_entry)
     return []
 
 
