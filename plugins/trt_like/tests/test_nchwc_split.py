@@ -181,7 +181,7 @@ def test_a_stem_with_its_max_pool_split_over_the_team_in_an_engine(split):
     pool_tactics = [f"{n}+max_pool" for n in ("conv_nchw16c", "dense_nchw16c", "conv_nchw16c_omp",
                                               "conv_nchw16c_rows_omp", "dense_nchw16c_omp", "conv_nchw16c_h8",
                                               "dense_nchw16c_h8", "conv_nchw16c_h8_omp", "conv_nchw16c_h8_rows_omp",
-                                              "dense_nchw16c_h8_omp")]
+                                              "dense_nchw16c_h8_omp", "dense_tile_nchw16c")]
 
     def engine(keep):
         opts = srcore.Options(backends=("trt_like", "cpu"), engine_options={

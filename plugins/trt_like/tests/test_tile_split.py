@@ -119,3 +119,38 @@ def test_offered_at_two_threads_beside_the_one_thread_tactics(monkeypatch):
     assert names(head, (True, True))[1] == []         # (NCHW16c out: not the tile's layout)
     assert names(ConvSpec((1, 64, 3, 5), 75, 1, 1, 0), (True, False))[1] == []   # one panel: nothing to split
     assert {"pointwise_sgemm_omp", "dense_tile_nchw16c_omp"} <= set(tactic_names())
+
+
+def test_a_stem_and_a_head_split_over_the_team_in_an_engine():
+    """A detection head's stem (3 -> 16, 3x3/2, leaky relu) and 1x1 head writing NCHW, forced onto the twins
+    through ``exclude_tactics`` at 2 intra-op threads: the one-thread tactics' bits on every call (the
+    governor's first calls alone, then on the team) and torch's result."""
+    from threadpoolctl import threadpool_limits
+
+    import srcore
+    from srcore_trt_like.options import CONV_TACTICS
+
+    nn = torch.nn
+    torch.manual_seed(7)
+    m = nn.Sequential(nn.Conv2d(3, 16, 3, 2, 1), nn.LeakyReLU(0.1), nn.Conv2d(16, 75, 1)).eval()
+    x = torch.randn(1, 3, 38, 30)
+    model = srcore.from_torchscript(torch.jit.script(m), (x,))
+
+    def engine(keep):
+        opts = srcore.Options(backends=("trt_like", "cpu"), engine_options={
+            "nchwc": True, "timing": False, "exclude_tactics": [t for t in CONV_TACTICS if t not in keep]})
+        sm = srcore.StaticModule(model, options=opts)
+        return sm, "\n".join(e.description for e in sm.partition.engines)
+
+    with threadpool_limits(2):
+        if parallel.count() < 2:
+            pytest.skip("one intra-op thread here")
+        one, one_desc = engine({"dense_tile_nchw16c", "pointwise_sgemm"})
+        sm, desc = engine({"dense_tile_nchw16c_omp", "pointwise_sgemm_omp"})
+        assert "[dense_tile_nchw16c]" in one_desc and "[pointwise_sgemm]" in one_desc, one_desc
+        assert "[dense_tile_nchw16c_omp]" in desc and "[pointwise_sgemm_omp]" in desc, desc
+        want = one(x.numpy())
+        assert all(np.array_equal(sm(x.numpy()), want) for _ in range(4))
+    with torch.no_grad():
+        ref = m(x).numpy()
+    np.testing.assert_allclose(want, ref, rtol=1e-4, atol=1e-4 * np.abs(ref).max())
