@@ -7,6 +7,8 @@ rule; each region under a :class:`..kernels.threads.Governor` (a taken core puts
 the calling thread at run time). A unit's arithmetic is the one-thread kernel's: the same bits."""
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from ..kernels import threads as _threads
@@ -15,14 +17,22 @@ from .pointwise_sgemm import LANES, PointwiseSgemmTactic
 
 
 class _Split:
-    """Each part's buffer row, the governor, and the range kernel's address (found on the first call:
-    it depends on the arguments' types only, the same every call)."""
+    """Each part's buffer row (per calling thread: a ``RuntimePool``'s calls run at once), the governor,
+    and the range kernel's address (found on the first call: it depends on the arguments' types only)."""
 
     def _setup(self, threads: int, buf_size: int):
         self.nt = threads
         self.governor = _threads.Governor(threads)
-        self.bufs = np.zeros((threads, max(buf_size, 1)), np.float32)
+        self._size = max(buf_size, 1)
+        self._local = threading.local()
         self._last = None
+
+    @property
+    def bufs(self) -> np.ndarray:
+        bufs = getattr(self._local, "bufs", None)
+        if bufs is None:
+            bufs = self._local.bufs = np.zeros((self.nt, self._size), np.float32)
+        return bufs
 
     def serial_calls(self, x, out, residual):
         return None   # (never the one-thread kernel's calls in its place)
@@ -50,11 +60,12 @@ class PointwiseSgemmOmpTactic(_Split, PointwiseSgemmTactic):
 
         O, HW, C, ld = self._dims
         panels = -(-HW // (2 * LANES))
+        bufs = self.bufs
         for n in range(x.shape[0]):
             head = (self.wa, x[n].reshape(-1))
             t = (out[n].reshape(-1), O, HW, C, self.blocked_in, LANES, self.tag, self.bias, self.lo, self.hi)
             fn = self._fn(sgemm.conv1x1_range, head, t)
-            self.governor.run(ranges, fn, head, self.bufs, t, panels, self.nt)
+            self.governor.run(ranges, fn, head, bufs, t, panels, self.nt)
 
 
 class DenseTileOmpTactic(_Split, DenseTileTactic):
@@ -72,12 +83,13 @@ class DenseTileOmpTactic(_Split, DenseTileTactic):
         from ..kernels.range_split import ranges
 
         C, H, W, pt, pl, Hp, Wp, sh, sw, Ho, Wo, OB = self._geom
+        bufs = self.bufs
         for n in range(x.shape[0]):
             head = (x[n].reshape(-1),)
             t = (self.wq, self.taps, out[n].reshape(-1), C, H, W, pt, pl, Hp, Wp, sh, sw, Ho, Wo, OB, self.bq,
                  self.lo, self.hi, self.slope, self.leaky, LANES, self.tag, self.span)
             fn = self._fn(dense_tile.dense_range, head, t)
-            self.governor.run(ranges, fn, head, self.bufs, t, Ho, self.nt)
+            self.governor.run(ranges, fn, head, bufs, t, Ho, self.nt)
 
 
 def tile_omp_builders(spec, weight, bias, blocked: tuple[bool, bool]):
