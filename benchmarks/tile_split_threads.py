@@ -2,7 +2,7 @@
 one layer at a time, in one process, rounds alternating: ``python -m benchmarks.tile_split_threads [--rounds 9]
 [--calls 30] [--priority NICE]``.
 
-Ways per layer: the NCHW16c kernel on 8-lane vectors that a 2-thread build ran before 2026-11-29
+Ways per layer (detection_head's and mobilenet_v3's, and resnet_small's stem without its pool): the NCHW16c kernel on 8-lane vectors that a 2-thread build ran before 2026-11-29
 (``pointwise_nchw16c_h8`` / ``dense_nchw16c_h8``, one thread; the stem's split twin ``dense_nchw16c_h8_omp``),
 the tile tactic on one thread (``pointwise_sgemm`` / ``dense_tile_nchw16c``, then offered at one thread
 only) and its OpenMP twin (``pointwise_sgemm_omp`` / ``dense_tile_nchw16c_omp``), the split ones forced
@@ -25,7 +25,8 @@ LAYERS = [("det head 64->75 @32x32", (1, 64, 32, 32), 75, 1, 1, 0, "none", True)
           ("det head 256->75 @8x8", (1, 256, 8, 8), 75, 1, 1, 0, "none", True),
           ("mob 96->576 @7x7", (1, 96, 7, 7), 576, 1, 1, 0, "hardswish", True),
           ("det stem 3->16 3x3/2 @256", (1, 3, 256, 256), 16, 3, 2, 1, "leaky_relu", False),
-          ("mob stem 3->16 3x3/2 @224", (1, 3, 224, 224), 16, 3, 2, 1, "hardswish", False)]
+          ("mob stem 3->16 3x3/2 @224", (1, 3, 224, 224), 16, 3, 2, 1, "hardswish", False),
+          ("resnet stem 3->64 7x7/2 @224", (1, 3, 224, 224), 64, 7, 2, 3, "none", False)]
 
 
 def main(argv=None) -> int:
