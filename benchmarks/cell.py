@@ -80,11 +80,12 @@ ENGINE_RUNNERS = {
                                                                    "dense_tile_nchw16c"]}),
     # main's 2-thread set before 2026-11-29 (tl2tsmall): neither the SGEMM-tile 1x1 / stem tactics (then offered at
     # one thread only) nor their OpenMP split twins (conv/tile_split.py): A/B of those at 2 threads
-    "trt_like_no_tile_2t": (("trt_like", "cpu"), {"exclude_tactics": ["pointwise_sgemm", "dense_tile_nchw16c",
-                                                                    "pointwise_sgemm_omp", "dense_tile_nchw16c_omp"]}),
+    "trt_like_no_tile_2t": (("trt_like", "cpu"), {"exclude_tactics": [
+        f"{t}{suffix}" for t in ("pointwise_sgemm", "dense_tile_nchw16c", "pointwise_sgemm_omp", "dense_tile_nchw16c_omp")
+        for suffix in ("", "+max_pool")]}),
     # the one-thread tactics offered, their split twins not: A/B of the twins alone
-    "trt_like_no_tile_split": (("trt_like", "cpu"), {"exclude_tactics": ["pointwise_sgemm_omp",
-                                                                       "dense_tile_nchw16c_omp"]}),
+    "trt_like_no_tile_split": (("trt_like", "cpu"), {"exclude_tactics": [
+        f"{t}{suffix}" for t in ("pointwise_sgemm_omp", "dense_tile_nchw16c_omp") for suffix in ("", "+max_pool")]}),
     # without the NCHW16c layout between convs (builder/layout.py): A/B of the layout
     "trt_like_nchw": (("trt_like", "cpu"), {"nchwc": False}),
     # the layout forced on wherever it applies (the default times it per run of layers)
