@@ -58,7 +58,18 @@ def main(argv=None) -> None:
     ap.add_argument("--top", type=int, default=15)
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     ap.add_argument("--threads", type=int, default=1, help="ORT's intra-op threads")
+    ap.add_argument("--priority", type=int, default=None, metavar="NICE",
+                    help="run in an autogroup of its own at this nice (2 threads on a shared machine: a plain "
+                         "nice does not reach across the scheduler's autogroups)")
     a = ap.parse_args(argv)
+    if a.priority is not None:
+        import sys
+
+        from .clean_calls import raise_priority
+
+        rc = raise_priority("benchmarks.ort_profile", list(sys.argv[1:] if argv is None else argv), a.priority)
+        if rc is not None:
+            raise SystemExit(rc)
     by_op, count, by_node = profile(a.model, a.runs, a.out, a.threads)
     print(f"{a.model}: ONNX Runtime, {a.threads} thread(s), {sum(by_op.values()):.0f} us of kernels per run")
     for op, us in sorted(by_op.items(), key=lambda kv: -kv[1]):

@@ -63,6 +63,8 @@ CONV_TACTICS = ("gemm_1x1", "im2col_gemm", "im2col_gemm_team", "packed_gemm", "w
                 "pointwise_sgemm",
                 # a dense conv from NCHW into NCHW16c on the same tile (conv/dense_tile.py)
                 "dense_tile_nchw16c",
+                # ... both split over the OpenMP team at more than one intra-op thread, any size (conv/tile_split.py)
+                "pointwise_sgemm_omp", "dense_tile_nchw16c_omp",
                 # ... split over the OpenMP team at more than one intra-op thread, any size
                 "pointwise_nchw16c_omp", "depthwise_nchw16c_omp",
                 # ... by bands of rows

@@ -164,7 +164,7 @@ def test_left_out_of_the_choice_unless_the_engine_option_asks_for_them():
 
 
 @pytest.mark.parametrize("split", ["dense_nchw16c_omp", "conv_nchw16c_omp", "conv_nchw16c_rows_omp",
-                                   "dense_nchw16c_h8_omp", "conv_nchw16c_h8_rows_omp"])
+                                   "dense_nchw16c_h8_omp", "conv_nchw16c_h8_rows_omp", "dense_tile_nchw16c_omp"])
 def test_a_stem_with_its_max_pool_split_over_the_team_in_an_engine(split):
     """A stem conv + max pool layer (NCHW in, NCHW16c between) on each OpenMP twin, forced through
     ``exclude_tactics`` at 2 intra-op threads: the one-thread tactic's bits and torch's result."""
@@ -181,7 +181,7 @@ def test_a_stem_with_its_max_pool_split_over_the_team_in_an_engine(split):
     pool_tactics = [f"{n}+max_pool" for n in ("conv_nchw16c", "dense_nchw16c", "conv_nchw16c_omp",
                                               "conv_nchw16c_rows_omp", "dense_nchw16c_omp", "conv_nchw16c_h8",
                                               "dense_nchw16c_h8", "conv_nchw16c_h8_omp", "conv_nchw16c_h8_rows_omp",
-                                              "dense_nchw16c_h8_omp")]
+                                              "dense_nchw16c_h8_omp", "dense_tile_nchw16c", "dense_tile_nchw16c_omp")]
 
     def engine(keep):
         opts = srcore.Options(backends=("trt_like", "cpu"), engine_options={

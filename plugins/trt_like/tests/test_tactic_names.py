@@ -17,6 +17,7 @@ from srcore.plugin import EngineOptionError, QParams
 from srcore_trt_like.builder.network import Layer, Network
 from srcore_trt_like.conv import tactics as conv_tactics
 from srcore_trt_like.conv import nchwc_split
+from srcore_trt_like.conv.tile_split import tile_omp_builders
 from srcore_trt_like.conv.nchwc import nchwc_tactic_builders
 from srcore_trt_like.conv.spec import ConvSpec
 from srcore_trt_like.options import CONV_TACTICS, check_options, tactic_names
@@ -55,9 +56,11 @@ def _conv_names(monkeypatch, threads: int, lanes: int) -> set[str]:
             names |= {name for name, _ in nchwc_split.nchwc_omp_builders(spec, weight, None, (True, True))}
             # (and writing NCHW: a head, the last layer before a pool)
             names |= {name for name, _ in nchwc_tactic_builders(spec, weight, None, (True, False))}
+            names |= {name for name, _ in tile_omp_builders(spec, weight, None, (True, False))}
         elif g == 1:                                                    # a dense conv, NCHW in (a stem) or not
             names |= {name for name, _ in nchwc_tactic_builders(spec, weight, None, (False, True))}
             names |= {name for name, _ in nchwc_split.nchwc_omp_builders(spec, weight, None, (False, True))}
+            names |= {name for name, _ in tile_omp_builders(spec, weight, None, (False, True))}
     return names
 
 

@@ -15,7 +15,6 @@ import math
 import numpy as np
 
 from ..errors import TacticSpecError
-from ..kernels import threads as _threads
 from .dense_tile import DenseTileTactic
 from .depthwise import DepthwiseDirectTactic, _epilogue
 from .pointwise_sgemm import PointwiseSgemmTactic
@@ -242,7 +241,7 @@ def nchwc_tactic_builders(spec: ConvSpec, weight, bias, blocked: tuple[bool, boo
                 spec, weight, bias, blocked, layout, threads)))
             dense.append((DenseNchwcHalvesTactic.name, lambda layout=None: DenseNchwcHalvesTactic(
                 spec, weight, bias, blocked, layout, threads)))
-            if _threads.count() == 1 and len(spec.x_shape) == 4:   # (one thread: no split of it yet)
+            if len(spec.x_shape) == 4:   # (at any thread count: its split is tile_split.py's twin)
                 dense.append((DenseTileTactic.name, lambda layout=None: DenseTileTactic(spec, weight, bias, layout)))
         return dense
     if spec.groups == 1:
@@ -250,8 +249,10 @@ def nchwc_tactic_builders(spec: ConvSpec, weight, bias, blocked: tuple[bool, boo
             spec, weight, bias, blocked, layout, threads)),
                (PointwiseNchwcHalvesTactic.name, lambda layout=None: PointwiseNchwcHalvesTactic(
             spec, weight, bias, blocked, layout, threads))]
-        if not blocked[1] and not spec.residual and len(spec.x_shape) == 4 and _threads.count() == 1:
-            # NCHW out on the SGEMM's tiles (one thread: no split of it yet)
+        if not blocked[1] and not spec.residual and len(spec.x_shape) == 4:
+            # NCHW out on the SGEMM's tiles (at any thread count: its split is tile_split.py's twin; left
+            # out at 2 threads, a 2-thread build ran detection_head's 64 -> 75 head on the 16x16-transposing
+            # 1x1 kernel at ~2x this one's time)
             out.append((PointwiseSgemmTactic.name, lambda layout=None: PointwiseSgemmTactic(
                 spec, weight, bias, blocked[0], layout)))
         return out

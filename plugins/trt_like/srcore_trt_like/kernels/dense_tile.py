@@ -217,3 +217,51 @@ def dense_rows(x, xp, wq, taps, out, C, H, W, pt, pl, Hp, Wp, sh, sw, Ho, Wo, OB
                 else:
                     _dtile1(px, a, sw, taps, pw, wo, K, po, oo, pb, bo, lo, hi, slope, leaky, L, z)
                 ox += R
+
+
+@njit(**JIT)
+def dense_range(x, xp, wq, taps, out, C, H, W, pt, pl, Hp, Wp, sh, sw, Ho, Wo, OB, bias, lo, hi, slope, leaky, L,
+                tag, span, r0, r1):
+    """Output rows ``r0 <= oy < r1`` of :func:`dense_rows` (every block), the same tiles in the same order:
+    a split of an image in row ranges gives its bits (``range_split.py``). Only the padded rows those
+    read (``span``: a tap's reach in rows) are written into this part's ``xp``."""
+    px_ = fptr(x)
+    pp = fptr(xp)
+    i1 = min(Hp, (r1 - 1) * sh + span)
+    for c in range(C):
+        for i in range(r0 * sh, i1):
+            d = (c * Hp + i) * Wp
+            si = i - pt
+            if si < 0 or si >= H:
+                for j in range(Wp):
+                    pp[d + j] = 0.0
+                continue
+            s = (c * H + si) * W
+            for j in range(pl):
+                pp[d + j] = 0.0
+            for j in range(W):
+                pp[d + pl + j] = px_[s + j]
+            for j in range(pl + W, Wp):
+                pp[d + j] = 0.0
+    z = vsplat(tag, np.float32(0.0))
+    K = taps.shape[0]
+    px, pw, po, pb = fptr(xp), fptr(wq), fptr(out), fptr(bias)
+    for ob in range(OB):
+        wo = ob * K * 2 * L
+        for oy in range(r0, r1):
+            row = oy * sh * Wp
+            ox = 0
+            while ox < Wo:
+                R = _rows(Wo - ox)
+                a = row + ox * sw
+                oo = ((ob * Ho + oy) * Wo + ox) * 2 * L
+                bo = ob * 2 * L
+                if R == 6:
+                    _dtile6(px, a, sw, taps, pw, wo, K, po, oo, pb, bo, lo, hi, slope, leaky, L, z)
+                elif R == 4:
+                    _dtile4(px, a, sw, taps, pw, wo, K, po, oo, pb, bo, lo, hi, slope, leaky, L, z)
+                elif R == 2:
+                    _dtile2(px, a, sw, taps, pw, wo, K, po, oo, pb, bo, lo, hi, slope, leaky, L, z)
+                else:
+                    _dtile1(px, a, sw, taps, pw, wo, K, po, oo, pb, bo, lo, hi, slope, leaky, L, z)
+                ox += R

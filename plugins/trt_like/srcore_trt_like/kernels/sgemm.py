@@ -575,3 +575,82 @@ class PackedSgemm:
         m = out.size // max(self.n, 1)
         xp = SCRATCH.get("sgemm_rows", (m * self.k,))
         sgemm_rows(x.reshape(-1), xp, self.wp, out.reshape(-1), self.n, self.k, self.lanes, self.tag, 0, m)
+
+
+@njit(**JIT)
+def conv1x1_range(wa, x, xb, out, M, N, K, blocked, L, tag, bias, lo, hi, q0, q1):
+    """Panels ``q0 <= pb < q1`` (16 pixels each at 8 lanes) of :func:`conv1x1_planes`: those pixels of
+    the input copied into ``xb`` (the same pitch), every output row of those pixels computed by the same
+    tiles in the same order, so a split of an image in panel ranges gives its bits (``range_split.py``)."""
+    P = 2 * L
+    ld = N + (P - N % P) % P
+    if (4 * ld) % 4096 == 0:
+        ld += P
+    p0, p1 = q0 * P, min(N, q1 * P)
+    planes_range(x, xb, K, N, ld, blocked, tag, p0, p1)
+    z = vsplat(tag, np.float32(0.0))
+    pa, px, po, pbias = fptr(wa), fptr(xb), fptr(out), fptr(bias)
+    for pb0 in range(q0, q1, NCP):
+        npb = min(NCP, q1 - pb0)
+        for k0 in range(0, K, KC):
+            kc = min(KC, K - k0)
+            acc = k0 > 0
+            last = k0 + kc == K
+            for j in range(npb):
+                pb = pb0 + j
+                nv = min(P, N - pb * P)
+                bo = k0 * ld + pb * P
+                r = 0
+                while r < M:
+                    ao = k0 * M + r * kc
+                    oo = r * N + pb * P
+                    R = _rows(M - r)
+                    if R == 6:
+                        _ctile6(pa, ao, px, bo, ld, kc, po, oo, N, acc, last, nv, L, z, pbias, r, lo, hi)
+                    elif R == 4:
+                        _ctile4(pa, ao, px, bo, ld, kc, po, oo, N, acc, last, nv, L, z, pbias, r, lo, hi)
+                    elif R == 2:
+                        _ctile2(pa, ao, px, bo, ld, kc, po, oo, N, acc, last, nv, L, z, pbias, r, lo, hi)
+                    else:
+                        _ctile1(pa, ao, px, bo, ld, kc, po, oo, N, acc, last, nv, L, z, pbias, r, lo, hi)
+                    r += R
+
+
+@njit(**JIT)
+def planes_range(x, xb, C, HW, ld, blocked, tag8, q0, q1):
+    """Pixels ``q0 <= p < q1`` of :func:`planes_into`'s copy (``q0`` a multiple of 8: the blocked input's
+    8 x 8 transposes start where the whole copy's do)."""
+    px, pb = fptr(x), fptr(xb)
+    z = vsplat(tag8, np.float32(0.0))
+    if not blocked:
+        for c in range(C):
+            d, s = c * ld, c * HW
+            for p in range(q0, q1):
+                pb[d + p] = px[s + p]
+        return
+    for c0 in range(0, C, 8):
+        s = (c0 // 16) * HW * 16 + c0 % 16
+        p0 = q0
+        if c0 + 8 <= C:
+            while p0 + 8 <= q1:
+                a = s + 16 * p0
+                r = (vload(px, a, z), vload(px, a + 16, z), vload(px, a + 32, z), vload(px, a + 48, z),
+                     vload(px, a + 64, z), vload(px, a + 80, z), vload(px, a + 96, z), vload(px, a + 112, z))
+                r = _zip8(*r)
+                r = _zip8(*r)
+                r = _zip8(*r)
+                d = c0 * ld + p0
+                vstore(pb, d, r[0])
+                vstore(pb, d + ld, r[1])
+                vstore(pb, d + 2 * ld, r[2])
+                vstore(pb, d + 3 * ld, r[3])
+                vstore(pb, d + 4 * ld, r[4])
+                vstore(pb, d + 5 * ld, r[5])
+                vstore(pb, d + 6 * ld, r[6])
+                vstore(pb, d + 7 * ld, r[7])
+                p0 += 8
+        for c in range(c0, min(C, c0 + 8)):
+            d = c * ld
+            sc = s + c - c0
+            for p in range(p0, q1):
+                pb[d + p] = px[sc + 16 * p]

@@ -11,6 +11,7 @@ import threading
 from ..builder.network import Layer, Network
 from ..conv.nchwc import nchwc_tactic_builders
 from ..conv.nchwc_split import nchwc_omp_builders
+from ..conv.tile_split import tile_omp_builders
 from ..conv.pool import AdaptiveAvgPool2d, AvgPool2d, AvgPool2dGather, MaxPool2d, MaxPool2dGather
 from ..conv.spec import ConvSpec
 from ..conv.tactics import conv_tactic_builders
@@ -38,7 +39,8 @@ def conv_candidates(layer: Layer, net: Network) -> list[Candidate]:
     spec = conv_spec(layer, net)
     if "nchwc" in a:
         builders = (nchwc_tactic_builders(spec, a["weight"], a["bias"], a["nchwc"], _threads.for_work(spec.macs))
-                    + nchwc_omp_builders(spec, a["weight"], a["bias"], a["nchwc"]))
+                    + nchwc_omp_builders(spec, a["weight"], a["bias"], a["nchwc"])
+                    + tile_omp_builders(spec, a["weight"], a["bias"], a["nchwc"]))
     else:
         builders = conv_tactic_builders(spec, a["weight"], a["bias"])
         if spec.groups == 1 and len(spec.x_shape) == 4:
@@ -46,6 +48,7 @@ def conv_candidates(layer: Layer, net: Network) -> list[Candidate]:
             # the NCHW16c kernels read and write NCHW too, blocking in their window (timed beside the rest)
             builders += nchwc_tactic_builders(spec, a["weight"], a["bias"], (False, False),
                                               _threads.for_work(spec.macs))
+            builders += tile_omp_builders(spec, a["weight"], a["bias"], (False, False))
     return [Candidate(name, lambda build=build: _kernel(build(), a["residual"]), blas=conv_pool_of(name),
                       restore=lambda layout, build=build: _kernel(build(layout), a["residual"]))
             for name, build in builders]

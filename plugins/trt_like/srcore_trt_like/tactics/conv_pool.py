@@ -15,6 +15,7 @@ from ..builder.network import Layer, Network
 from ..conv.conv_pool import PackedConvMaxPool
 from ..conv.nchwc import nchwc_tactic_builders
 from ..conv.nchwc_split import nchwc_omp_builders
+from ..conv.tile_split import tile_omp_builders
 from ..conv.pool import MaxPool2d
 from ..kernels import pool_vec as _pv
 from ..kernels import threads as _threads
@@ -94,7 +95,8 @@ def _blocked_candidates(a: dict, spec, pool: MaxPool2d) -> list[Candidate]:
                       restore=lambda layout, conv=conv: build(conv, layout))
             for name, conv in nchwc_tactic_builders(spec, a["weight"], a["bias"], blocked, _threads.for_work(spec.macs))
             + [(n, b) for n, b in nchwc_omp_builders(spec, a["weight"], a["bias"], blocked)
-               if n.startswith(("conv_", "dense_"))]]   # (the 1x1 / depthwise twins stay behind their options)
+               if n.startswith(("conv_", "dense_"))]   # (the 1x1 / depthwise twins stay behind their options)
+            + tile_omp_builders(spec, a["weight"], a["bias"], blocked)]   # (a stem's: dense_tile_nchw16c_omp)
 
 
 class _OneShape:
