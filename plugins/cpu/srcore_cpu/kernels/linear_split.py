@@ -111,7 +111,68 @@ def timed(one, w: np.ndarray, b, act_, in_shape):
         # whose parts fall back to the calling thread: the pool busy with another runtime's call)
         split = _par.on_caller(split)
     x, y = RS.sample(tuple(in_shape)), np.empty(tuple(in_shape[:-1]) + (n,), np.float32)
-    return split if RS.split_pays(one, split, (x, y)) else one
+    natives = {} if act_ is not None else native_candidates(wT, b, tuple(in_shape), threads, plain(wT, b, None))
+    if not natives:
+        return split if RS.split_pays(one, split, (x, y)) else one
+    from . import tactic as _tactic
+
+    cands = {"one": one, "split": split, **natives}
+    best = _tactic.fastest(cands, (x, y), key=("linear_native", tuple(in_shape), n, b is not None, threads))
+    return cands.get(best, one)
+
+
+def native_candidates(wT: np.ndarray, b, in_shape, threads: int, fallback) -> dict:
+    """``{"native_rows": fn, "native_cols": fn}``: ``input @ wT + b`` split by blocks of rows or of
+    output columns over :mod:`.native_team` (its parts never take the GIL), for a float32
+    C-contiguous ``input`` of ``in_shape`` (else ``fallback``); empty where that team is not
+    available or turned off."""
+    from . import native_team as NT
+
+    team = NT.team(threads)
+    fn_addr = NT.sgemm_address()
+    if team is None or fn_addr is None or wT.dtype != np.float32 or not wT.flags.c_contiguous:
+        return {}
+    k, n = wT.shape
+    rows = math.prod(in_shape[:-1])
+    out_shape = tuple(in_shape[:-1]) + (n,)
+    bias = None if b is None else np.ascontiguousarray(b, dtype=np.float32).reshape(-1)
+    if bias is not None and bias.shape != (n,):
+        return {}
+    w_addr, b_addr = wT.ctypes.data, (0 if bias is None else bias.ctypes.data)
+    row_parts = [(lo * k * 4, w_addr, lo * n * 4, b_addr, hi - lo, n, k, k, n, n, NT.NO_TRANS, NT.NO_TRANS)
+                 for lo, hi in _par.split(rows, threads)] if rows >= 2 * threads else []
+    col_parts = [(0, w_addr + lo * 4, lo * 4, b_addr and b_addr + lo * 4, rows, hi - lo, k, k, n, n,
+                  NT.NO_TRANS, NT.NO_TRANS) for lo, hi in _col_blocks(n, threads)]
+    f32 = np.dtype(np.float32)
+    out = {}
+    for name, parts in (("native_rows", row_parts), ("native_cols", col_parts)):
+        if len(parts) < 2:
+            continue
+        gemm = NT.Gemm(parts, fn_addr, team)
+
+        def native_linear(input, out=None, gemm=gemm):
+            if input.shape != in_shape or input.dtype != f32 or not input.flags.c_contiguous:
+                return fallback(input, out=out)
+            if out is None:
+                out = np.empty(out_shape, f32)
+            elif out.shape != out_shape or out.dtype != f32 or not out.flags.c_contiguous:
+                return fallback(input, out=out)
+            gemm(input.ctypes.data, 0, out.ctypes.data)
+            return out
+        native_linear.keep = (wT, bias)   # (the parts hold their addresses)
+        native_linear.what = f"linear_{name}"
+        out[name] = _par.on_caller(native_linear)
+    return out
+
+
+def _col_blocks(n: int, threads: int) -> list[tuple[int, int]]:
+    """``n`` output columns in ``threads`` blocks of whole 16-column groups (a cache line of
+    float32), or one block when there are fewer than two groups a thread."""
+    groups = n // 16
+    if groups < 2 * threads:
+        return [(0, n)]
+    cuts = [groups * i // threads * 16 for i in range(threads)] + [n]
+    return list(zip(cuts[:-1], cuts[1:]))
 
 
 def plain(wT, b, act_):
