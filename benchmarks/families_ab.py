@@ -21,7 +21,9 @@ that only ran while a core was taken), ``R+noevidence`` with ``SRCORE_CPU_TIMING
 ones), ``R+nolinrows`` with ``SRCORE_CPU_LINEAR_ROWS=0`` (its constant-weight linears and fused encoder
 layers' tails never split by rows with their epilogues in the parts), ``R+nosplithold`` with
 ``SRCORE_CPU_SPLIT_HOLD=0`` (its convs' split other paths leave the products they keep whole on numpy's
-threaded BLAS, as before 2026-11-29), ``R+omp`` with
+threaded BLAS, as before 2026-11-29), ``R+nonative`` with ``SRCORE_CPU_NATIVE_SPLIT=0`` (its 2-thread products
+never split over the native team, whose parts call OpenBLAS without the GIL: the Python part pool's splits
+and one thread only, as before 2026-11-29 evening), ``R+omp`` with
 ``SRCORE_CPU_OMP_TEAM=1`` (its part pool on numba's OpenMP team, not srcore.conv's Python one), ``R+tblas``
 with ``SRCORE_CPU_THREADED_BLAS=1`` (at more than one thread its unsplit products on numpy's threaded
 BLAS, as before 2026-11-28 noon, not on the calling thread), ``R+tightwait`` with ``SRCORE_TRT_LIKE_TIGHT_WAIT=1``
@@ -60,7 +62,7 @@ DEFAULT_RUNNERS = ("eager", "ort", "srcore_codegen_standard", "trt_like")
 SUFFIX_OFF = {"+nosimd": "SRCORE_CPU_SIMD_CONV", "+nomkl": "SRCORE_CPU_MKL", "+nosplit": "SRCORE_CPU_SPLIT_GEMM",
               "+noretry": "SRCORE_CPU_TIMING_RETRY", "+noevidence": "SRCORE_CPU_TIMING_EVIDENCE",
               "+nolate": "SRCORE_CPU_LATE_COMPILED", "+nolinrows": "SRCORE_CPU_LINEAR_ROWS",
-              "+nosplithold": "SRCORE_CPU_SPLIT_HOLD"}
+              "+nosplithold": "SRCORE_CPU_SPLIT_HOLD", "+nonative": "SRCORE_CPU_NATIVE_SPLIT"}
 #: runner name suffix -> the environment variable set to "1" while that runner loads
 SUFFIX_ON = {"+omp": "SRCORE_CPU_OMP_TEAM", "+tblas": "SRCORE_CPU_THREADED_BLAS",
              "+tightwait": "SRCORE_TRT_LIKE_TIGHT_WAIT"}

@@ -27,24 +27,38 @@ def _rand(*shape, seed=0):
     return np.random.default_rng(seed).standard_normal(shape, dtype=np.float32)
 
 
-def _torch_linear(x, w, b):
-    return F.linear(torch.from_numpy(x), torch.from_numpy(w), None if b is None else torch.from_numpy(b)).numpy()
+def _torch_linear(x, w, b, act=None):
+    y = F.linear(torch.from_numpy(x), torch.from_numpy(w), None if b is None else torch.from_numpy(b))
+    return (y if act is None else act(y)).numpy()
 
 
-def _natives(w, b, in_shape, threads=2):
+def _natives(w, b, in_shape, threads=2, act_=None):
     wT = linalg.transposed(w)
-    return LS.native_candidates(wT, b, in_shape, threads, LS.plain(wT, b, None))
+    return LS.native_candidates(wT, b, in_shape, threads, LS.plain(wT, b, act_), act_)
 
 
-@settings(max_examples=40, deadline=None)
+def _acts():
+    """(act_ as the fused linears pass it, torch's activation): every epilogue a part compiles."""
+    from srcore.ir.types import TensorType
+    from srcore_cpu.kernels.pointwise_match import compiled_inplace
+
+    big = TensorType("float32", (64, 1024))
+    return [(None, None), (linalg.relu_, torch.relu), (np.tanh, torch.tanh),
+            (compiled_inplace("gelu:none", big, approximate="none"), F.gelu),
+            (compiled_inplace("gelu:tanh", big, approximate="tanh"), lambda t: F.gelu(t, approximate="tanh")),
+            (compiled_inplace("aten::silu", big), F.silu)]
+
+
+@settings(max_examples=60, deadline=None)
 @given(lead=st.lists(st.integers(1, 40), min_size=1, max_size=3), k=st.integers(1, 70), n=st.integers(1, 90),
-       threads=st.sampled_from([2, 3]), bias=st.booleans())
-def test_linear_splits_match_torch(lead, k, n, threads, bias):
+       threads=st.sampled_from([2, 3]), bias=st.booleans(), which=st.integers(0, 5))
+def test_linear_splits_match_torch(lead, k, n, threads, bias, which):
+    act_, act = _acts()[which]
     in_shape = tuple(lead) + (k,)
     w, b, x = _rand(n, k, seed=1), (_rand(n, seed=2) if bias else None), _rand(*in_shape, seed=3)
-    want = _torch_linear(x, w, b)
+    want = _torch_linear(x, w, b, act)
     rows = int(np.prod(lead))
-    natives = _natives(w, b, in_shape, threads)
+    natives = _natives(w, b, in_shape, threads, act_)
     assert ("native_rows" in natives) == (rows >= 2 * threads)
     assert ("native_cols" in natives) == (n // 16 >= 2 * threads)
     for name, fn in natives.items():
@@ -104,7 +118,7 @@ def test_a_sleeping_worker_is_woken_and_a_late_one_never_waited_for():
     w, b = _rand(48, 32, seed=11), _rand(48, seed=12)
     wT = linalg.transposed(w)
     parts = [(lo * 32 * 4, wT.ctypes.data, lo * 48 * 4, b.ctypes.data, 8, 48, 32, 32, 48, 48, NT.NO_TRANS,
-              NT.NO_TRANS) for lo in range(0, 64, 8)]
+              NT.NO_TRANS, 0) for lo in range(0, 64, 8)]
     gemm = NT.Gemm(parts, NT.sgemm_address(), team)
     for i in range(20):
         x, out = _rand(64, 32, seed=i), np.full((64, 48), np.nan, np.float32)
@@ -132,6 +146,10 @@ def test_two_callers_at_once_both_right():
     for t in ts:
         t.join()
     assert bad == []
+
+
+def test_an_activation_it_does_not_compile_gets_no_native_split():
+    assert _natives(_rand(64, 32), None, (16, 32), act_=lambda o: o * 2.0) == {}
 
 
 def test_turned_off_or_one_thread_no_team(monkeypatch):

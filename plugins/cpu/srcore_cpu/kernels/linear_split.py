@@ -111,7 +111,7 @@ def timed(one, w: np.ndarray, b, act_, in_shape):
         # whose parts fall back to the calling thread: the pool busy with another runtime's call)
         split = _par.on_caller(split)
     x, y = RS.sample(tuple(in_shape)), np.empty(tuple(in_shape[:-1]) + (n,), np.float32)
-    natives = {} if act_ is not None else native_candidates(wT, b, tuple(in_shape), threads, plain(wT, b, None))
+    natives = native_candidates(wT, b, tuple(in_shape), threads, plain(wT, b, act_), act_)
     if not natives:
         return split if RS.split_pays(one, split, (x, y)) else one
     from . import tactic as _tactic
@@ -121,13 +121,17 @@ def timed(one, w: np.ndarray, b, act_, in_shape):
     return cands.get(best, one)
 
 
-def native_candidates(wT: np.ndarray, b, in_shape, threads: int, fallback) -> dict:
-    """``{"native_rows": fn, "native_cols": fn}``: ``input @ wT + b`` split by blocks of rows or of
-    output columns over :mod:`.native_team` (its parts never take the GIL), for a float32
-    C-contiguous ``input`` of ``in_shape`` (else ``fallback``); empty where that team is not
-    available or turned off."""
+def native_candidates(wT: np.ndarray, b, in_shape, threads: int, fallback, act_=None) -> dict:
+    """``{"native_rows": fn, "native_cols": fn}``: ``act_(input @ wT + b)`` split by blocks of rows or
+    of output columns over :mod:`.native_team` (its parts never take the GIL; the bias add and the
+    activation in each part, compiled), for a float32 C-contiguous ``input`` of ``in_shape`` (else
+    ``fallback``); empty where that team is not available or turned off, or for an activation it
+    does not compile (:data:`.native_team.EPILOGUES`)."""
     from . import native_team as NT
 
+    epi = NT.EPILOGUES.get(_epilogue_key(act_))
+    if epi is None:
+        return {}
     team = NT.team(threads)
     fn_addr = NT.sgemm_address()
     if team is None or fn_addr is None or wT.dtype != np.float32 or not wT.flags.c_contiguous:
@@ -139,10 +143,10 @@ def native_candidates(wT: np.ndarray, b, in_shape, threads: int, fallback) -> di
     if bias is not None and bias.shape != (n,):
         return {}
     w_addr, b_addr = wT.ctypes.data, (0 if bias is None else bias.ctypes.data)
-    row_parts = [(lo * k * 4, w_addr, lo * n * 4, b_addr, hi - lo, n, k, k, n, n, NT.NO_TRANS, NT.NO_TRANS)
+    row_parts = [(lo * k * 4, w_addr, lo * n * 4, b_addr, hi - lo, n, k, k, n, n, NT.NO_TRANS, NT.NO_TRANS, epi)
                  for lo, hi in _par.split(rows, threads)] if rows >= 2 * threads else []
     col_parts = [(0, w_addr + lo * 4, lo * 4, b_addr and b_addr + lo * 4, rows, hi - lo, k, k, n, n,
-                  NT.NO_TRANS, NT.NO_TRANS) for lo, hi in _col_blocks(n, threads)]
+                  NT.NO_TRANS, NT.NO_TRANS, epi) for lo, hi in _col_blocks(n, threads)]
     f32 = np.dtype(np.float32)
     out = {}
     for name, parts in (("native_rows", row_parts), ("native_cols", col_parts)):
@@ -163,6 +167,20 @@ def native_candidates(wT: np.ndarray, b, in_shape, threads: int, fallback) -> di
         native_linear.what = f"linear_{name}"
         out[name] = _par.on_caller(native_linear)
     return out
+
+
+def _epilogue_key(act_):
+    """``act_`` as :data:`.native_team.EPILOGUES` names it (None: no activation; "?": another)."""
+    from .linalg import relu_
+
+    if act_ is None:
+        return None
+    if act_ is relu_:
+        return "relu"
+    if act_ is np.tanh:
+        return "tanh"
+    what = getattr(act_, "what", None)
+    return what if what in ("gelu:none", "gelu:tanh", "aten::silu") else "?"
 
 
 def _col_blocks(n: int, threads: int) -> list[tuple[int, int]]:

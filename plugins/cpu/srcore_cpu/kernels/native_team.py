@@ -32,19 +32,29 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from . import jit as _J
+
 _ENV = "SRCORE_CPU_NATIVE_SPLIT"
+_F = np.float32
+_Z, _ONE, _HALF, _GC = _F(0.0), _F(1.0), _F(0.5), _F(0.044715)
+_S2PI = _F(np.sqrt(2.0 / np.pi))
 #: how long an idle worker spins for the next call before it sleeps, in microseconds: a model's
 #: split products come tens to hundreds of microseconds apart
 SPIN_US = 300
 _X86 = platform.machine().lower() in ("x86_64", "amd64", "i386", "i686")
 #: flag words, a cache line apart: the published call (generation << _SHIFT | next part), the parts
-#: finished, the published call's table address, part count and a, b, c base addresses
-_WORD, _FIN, _TABLE, _COUNT, _BASES = 0, 8, 16, 17, 18
+#: finished, the published call's table address, part count and a, b, c base addresses; the address of
+#: libc's ``sched_yield``
+_WORD, _FIN, _TABLE, _COUNT, _BASES, _YIELD = 0, 8, 16, 17, 18, 21
+#: spin rounds between two ``sched_yield`` calls (~6 us of ``pause`` on Zen 3)
+_YIELD_EVERY = 256
 _SHIFT = 20
 _MASK = (1 << _SHIFT) - 1
 #: a part's fields in its table: a, b, c (offsets from the call's bases, in bytes), bias (an address,
-#: 0: none), m, n, k, lda, ldb, ldc, trans_a, trans_b
-_FIELDS = 12
+#: 0: none), m, n, k, lda, ldb, ldc, trans_a, trans_b, epilogue (:data:`EPILOGUES`)
+_FIELDS = 13
+#: the activations a part applies to its block after the bias (the compiled ones of :mod:`.jit`)
+EPILOGUES = {None: 0, "relu": 1, "gelu:none": 2, "gelu:tanh": 3, "tanh": 4, "aten::silu": 5}
 #: a table's first fields: the part count, cblas_sgemm's address
 _HEAD = 2
 _ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112
@@ -151,6 +161,19 @@ def _sgemm(typingctx, fn, trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc):
 
 
 @intrinsic
+def _call0(typingctx, fn):
+    """Call the C function ``int f(void)`` at address ``fn`` (``sched_yield``), ignoring its result."""
+    if not isinstance(fn, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        v = context.cast(builder, args[0], signature.args[0], types.int64)
+        builder.call(builder.inttoptr(v, ir.FunctionType(_I32, []).as_pointer()), [])
+        return context.get_dummy_value()
+    return types.void(fn), codegen
+
+
+@intrinsic
 def _f32_ptr(typingctx, addr):
     """The float32 pointer at integer address ``addr``."""
     if not isinstance(addr, types.Integer):
@@ -181,12 +204,44 @@ def _part(table, i, a0, b0, c0):
     a, b, c, bias = a0 + table[o], b0 + table[o + 1], c0 + table[o + 2], table[o + 3]
     m, n, k, lda, ldb, ldc = table[o + 4], table[o + 5], table[o + 6], table[o + 7], table[o + 8], table[o + 9]
     _sgemm(table[1], table[o + 10], table[o + 11], m, n, k, a, lda, b, ldb, c, ldc)
-    if bias != 0:
-        cp, bp = _f32_ptr(c), _f32_ptr(bias)
-        for r in range(m):
-            row = r * ldc
+    epi = table[o + 12]
+    if bias == 0 and epi == 0:
+        return
+    cp, bp = _f32_ptr(c), _f32_ptr(bias)
+    for r in range(m):
+        row = r * ldc
+        if bias != 0:
             for j in range(n):
                 cp[row + j] += bp[j]
+        if epi == 1:
+            for j in range(n):
+                v = cp[row + j]
+                cp[row + j] = v if v > _Z else _Z
+        elif epi == 2:
+            for j in range(n):
+                v = cp[row + j]
+                cp[row + j] = v * _J.phi(v)
+        elif epi == 3:
+            for j in range(n):
+                v = cp[row + j]
+                cp[row + j] = _HALF * v * (_ONE + _J.tanh(_S2PI * (v + _GC * v * v * v)))
+        elif epi == 4:
+            for j in range(n):
+                cp[row + j] = _J.tanh(cp[row + j])
+        elif epi == 5:
+            for j in range(n):
+                v = cp[row + j]
+                cp[row + j] = v / (_ONE + _J.exp(-v))
+
+
+@njit(nogil=True, cache=True)
+def _relax(flags, j):
+    """One round of a spin: a ``pause``, and every :data:`_YIELD_EVERY` rounds ``sched_yield`` (its
+    address in ``flags[_YIELD]``): a thread the scheduler put on this core (the caller beside its
+    own worker, when other processes hold the other core) runs then instead of waiting out the spin."""
+    _pause()
+    if (j & (_YIELD_EVERY - 1)) == _YIELD_EVERY - 1 and flags[_YIELD] != 0:
+        _call0(flags[_YIELD])
 
 
 @njit(nogil=True, cache=True)
@@ -220,11 +275,11 @@ def _run(flags, gen, iters):
     pauses passed; whether they all finished."""
     _drain(flags, gen)
     count = flags[_COUNT]
-    for _ in range(iters + 1):
+    for j in range(iters + 1):
         if _load_acquire(flags, _FIN) >= count:
             _store_release(flags, _WORD, (gen << _SHIFT) | _MASK)
             return True
-        _pause()
+        _relax(flags, j)
     return False
 
 
@@ -234,11 +289,11 @@ def _serve(flags, seen, iters):
     newest call served once none came for ``iters`` pauses."""
     while True:
         g = seen
-        for _ in range(iters):
+        for j in range(iters):
             g = _load_acquire(flags, _WORD) >> _SHIFT
             if g != seen:
                 break
-            _pause()
+            _relax(flags, j)
         if g == seen:
             return seen
         _drain(flags, g)
@@ -266,6 +321,14 @@ def spin_iters(us: float) -> int:
     return max(1, int(us * 1e3 / max(best, 0.1)))
 
 
+def _sched_yield() -> int:
+    """The address of libc's ``sched_yield`` (0 where there is none)."""
+    try:
+        return ctypes.cast(ctypes.CDLL(None).sched_yield, ctypes.c_void_p).value or 0
+    except (AttributeError, OSError):
+        return 0
+
+
 def sgemm_address() -> int | None:
     """The address of numpy's ILP64 ``cblas_sgemm`` (its bundled OpenBLAS), or None."""
     from srcore.blas import openblas
@@ -285,6 +348,7 @@ class Team:
         self.size = size
         self.iters = spin_iters(spin_us)
         self.flags = np.zeros(24, np.int64)
+        self.flags[_YIELD] = _sched_yield()
         self._gen = 0
         self.busy = threading.Lock()
         self._queues = [queue.SimpleQueue() for _ in range(size - 1)]
@@ -411,5 +475,5 @@ def batched_parts(a_shape, b_shape, a_strides, b_strides, threads: int):
         blocks = [(0, M)] if entries >= threads or M < 2 * threads else [
             (M * i // threads, M * (i + 1) // threads) for i in range(threads)]
         for lo, hi in blocks:
-            parts.append((ao + lo * row_a, bo, co + lo * N * 4, 0, hi - lo, N, K, lda, ldb, N, ta, tb))
+            parts.append((ao + lo * row_a, bo, co + lo * N * 4, 0, hi - lo, N, K, lda, ldb, N, ta, tb, 0))
     return parts
