@@ -28,16 +28,16 @@ import time
 
 import numpy as np
 from llvmlite import ir
-from numba import njit, types
+from numba import carray, njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
 from . import jit as _J
+from . import jit_pointwise as _JP
 
 _ENV = "SRCORE_CPU_NATIVE_SPLIT"
 _F = np.float32
-_Z, _ONE, _HALF, _GC = _F(0.0), _F(1.0), _F(0.5), _F(0.044715)
-_S2PI = _F(np.sqrt(2.0 / np.pi))
+_Z = _F(0.0)
 #: how long an idle worker spins for the next call before it sleeps, in microseconds: a model's
 #: split products come tens to hundreds of microseconds apart
 SPIN_US = 300
@@ -208,30 +208,37 @@ def _part(table, i, a0, b0, c0):
     if bias == 0 and epi == 0:
         return
     cp, bp = _f32_ptr(c), _f32_ptr(bias)
-    for r in range(m):
-        row = r * ldc
-        if bias != 0:
+    if bias != 0:
+        for r in range(m):
+            row = r * ldc
             for j in range(n):
                 cp[row + j] += bp[j]
-        if epi == 1:
-            for j in range(n):
-                v = cp[row + j]
-                cp[row + j] = v if v > _Z else _Z
-        elif epi == 2:
-            for j in range(n):
-                v = cp[row + j]
-                cp[row + j] = v * _J.phi(v)
-        elif epi == 3:
-            for j in range(n):
-                v = cp[row + j]
-                cp[row + j] = _HALF * v * (_ONE + _J.tanh(_S2PI * (v + _GC * v * v * v)))
-        elif epi == 4:
-            for j in range(n):
-                cp[row + j] = _J.tanh(cp[row + j])
-        elif epi == 5:
-            for j in range(n):
-                v = cp[row + j]
-                cp[row + j] = v / (_ONE + _J.exp(-v))
+    if epi == 0:
+        return
+    if ldc == n:   # (a block of whole rows: one pass over it)
+        _activate(carray(cp, (m * n,)), epi)
+    else:
+        for r in range(m):
+            _activate(carray(_f32_ptr(c + 4 * r * ldc), (n,)), epi)
+
+
+@njit(**_J.JIT)
+def _activate(x, epi):
+    """Epilogue ``epi`` in place on the contiguous ``x``: the compiled activations' own loops and
+    options (:mod:`.jit_pointwise`: GELU's four independent chains; the same bits)."""
+    if epi == 1:
+        for j in range(x.size):
+            v = x[j]
+            x[j] = v if v > _Z else _Z
+    elif epi == 2:
+        _JP._gelu_erf_body(x, x)
+    elif epi == 3:
+        _JP._gelu_tanh_body(x, x)
+    elif epi == 4:
+        for j in range(x.size):
+            x[j] = _J.tanh(x[j])
+    elif epi == 5:
+        _JP._silu_body(x, x)
 
 
 @njit(nogil=True, cache=True)
