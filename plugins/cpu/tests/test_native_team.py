@@ -205,3 +205,30 @@ def test_the_matmul_matcher_keeps_the_native_split_where_it_timed_faster(monkeyp
     np.testing.assert_allclose(fn(a, b), torch.matmul(torch.from_numpy(q.reshape(1, 128, 4, 64).transpose(0, 2, 1, 3)),
                                                      torch.from_numpy(k.reshape(1, 128, 4, 64).transpose(0, 2, 3, 1))
                                                      ).numpy(), **TOL)
+
+
+def test_a_forked_child_runs_the_parents_kernels_right():
+    """Kernels built before a fork: in the child (none of the parent's workers) they run on the
+    child's own team, right."""
+    import os
+
+    w, b = _rand(96, 64, seed=22), _rand(96, seed=23)
+    fn = _natives(w, b, (40, 64))["native_rows"]
+    x = _rand(40, 64, seed=24)
+    fn(x)   # (the parent's team exists and has run)
+    r, wfd = os.pipe()
+    pid = os.fork()
+    if pid == 0:   # the child: its result's bytes into the pipe
+        try:
+            y = np.ascontiguousarray(fn(x), np.float32).tobytes()
+            os.write(wfd, y)
+        finally:
+            os._exit(0)
+    os.close(wfd)
+    data = b""
+    while chunk := os.read(r, 1 << 16):
+        data += chunk
+    os.close(r)
+    os.waitpid(pid, 0)
+    got = np.frombuffer(data, np.float32).reshape(40, 96)
+    np.testing.assert_allclose(got, _torch_linear(x, w, b), **TOL)

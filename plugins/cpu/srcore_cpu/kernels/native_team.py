@@ -353,6 +353,7 @@ class Team:
 
     def __init__(self, size: int, spin_us: float = SPIN_US):
         self.size = size
+        self.forked = False
         self.iters = spin_iters(spin_us)
         self.flags = np.zeros(24, np.int64)
         self.flags[_YIELD] = _sched_yield()
@@ -378,7 +379,12 @@ class Team:
         """Every part of ``table`` (a :class:`Gemm`'s, at address ``addr``) on operands at ``a0``,
         ``b0`` and an output at ``c0``, the caller among the threads. A caller finding the team busy
         (another runtime's call) runs them all itself."""
-        if not self.busy.acquire(False):
+        if self.forked:   # (this team's workers are the parent's: the child's own team)
+            child = team(self.size)
+            if child is not None and child is not self:
+                child.run(table, addr, a0, b0, c0)
+                return
+        if self.forked or not self.busy.acquire(False):
             _run_alone(addr, a0, b0, c0)
             return
         try:
@@ -431,7 +437,19 @@ def enabled() -> bool:
 
 _teams: dict[int, Team] = {}
 _lock = threading.Lock()
-os.register_at_fork(after_in_child=_teams.clear)   # (a forked child has none of the workers)
+
+
+def _after_fork() -> None:
+    # a forked child has none of the workers: kernels built in the parent hand their calls to the
+    # child's own team (made on first use)
+    global _lock
+    for t in _teams.values():
+        t.forked = True
+    _teams.clear()
+    _lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork)
 
 
 def team(size: int) -> Team | None:
