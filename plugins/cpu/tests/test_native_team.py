@@ -172,6 +172,12 @@ def test_the_linear_matcher_keeps_what_timed_fastest(monkeypatch):
     w, b, x = _rand(256, 256, seed=17), _rand(256, seed=18), _rand(1, 128, 256, seed=19)
     node = node_info("aten::linear", input=TensorType("float32", (1, 128, 256)), weight=w, bias=b,
                      outputs=(TensorType("float32", (1, 128, 256)),))
+    monkeypatch.setenv("SRCORE_CPU_LINEAR_ROWS", "0")   # (the part pool's split alone is off: natives stay)
+    seen = []
+    monkeypatch.setattr(tactic, "fastest", lambda cands, args, key=None, **kw: seen.append(sorted(cands)) or "one")
+    linalg.linear_matcher(node)
+    assert seen == [["native_cols", "native_rows", "one"]]
+    monkeypatch.delenv("SRCORE_CPU_LINEAR_ROWS")
     for pick in ("one", "split", "native_rows", "native_cols"):
         seen = []
         monkeypatch.setattr(tactic, "fastest", lambda cands, args, key=None, **kw: seen.append(sorted(cands)) or pick)

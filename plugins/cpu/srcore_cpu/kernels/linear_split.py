@@ -9,6 +9,12 @@ block, so the whole node is split with one hand-over. It is built beside the nod
 kept only where it timed faster at load (:func:`.row_split.split_pays`, pooled timing evidence;
 never by vendor). At one intra-op thread nothing is built or timed. ``SRCORE_CPU_LINEAR_ROWS=0``
 turns it off (``benchmarks.families_ab``'s ``+nolinrows``).
+
+Beside it, the same product split over :mod:`.native_team` (:func:`native_candidates`: by rows or by
+output columns, each part a ``cblas_sgemm`` with its bias add and activation called from compiled code
+without the GIL) is timed too, and the fastest of the three kept: on the AMD EPYC the part pool's split
+of a 0.2 ms product took 1.10-1.17x one thread (its worker woke 25-100 us late and then needed the GIL),
+the native one 0.6x (docs/performance-log.md, "Products of 0.2 ms split without the GIL").
 """
 from __future__ import annotations
 
@@ -90,8 +96,10 @@ def _act_name(act_) -> str:
 def timed(one, w: np.ndarray, b, act_, in_shape):
     """``one`` (the node's kernel, ``one(input, out=None)``), or at more than one intra-op thread,
     for a float32 input of static ``in_shape`` and a product of at least :data:`MIN_MACS`
-    multiply-adds, :func:`make_rows`'s split where it times faster than ``one`` now."""
-    if os.environ.get(_ENV, "1") == "0" or in_shape is None or len(in_shape) < 2 or not all(isinstance(d, int) for d in in_shape):
+    multiply-adds, whichever of ``one``, :func:`make_rows`'s split (unless ``SRCORE_CPU_LINEAR_ROWS=0``)
+    and the native team's splits (:func:`native_candidates`, unless ``SRCORE_CPU_NATIVE_SPLIT=0``)
+    times fastest now."""
+    if in_shape is None or len(in_shape) < 2 or not all(isinstance(d, int) for d in in_shape):
         return one
     n, k = w.shape
     if w.dtype != np.float32 or in_shape[-1] != k or math.prod(in_shape[:-1]) * k * n < MIN_MACS:
@@ -103,21 +111,22 @@ def timed(one, w: np.ndarray, b, act_, in_shape):
     from .linalg import transposed
 
     wT = transposed(w)
-    split = make_rows(wT, b, act_, tuple(in_shape), threads, plain(wT, b, act_))
-    if split is None:
-        return one
-    if _par.blas_on_caller():
+    split = None
+    if os.environ.get(_ENV, "1") != "0":
+        split = make_rows(wT, b, act_, tuple(in_shape), threads, plain(wT, b, act_))
+    if split is not None and _par.blas_on_caller():
         # (the parts' products run on one BLAS thread inside the pool's hold; this one covers a run
         # whose parts fall back to the calling thread: the pool busy with another runtime's call)
         split = _par.on_caller(split)
     x, y = RS.sample(tuple(in_shape)), np.empty(tuple(in_shape[:-1]) + (n,), np.float32)
     natives = native_candidates(wT, b, tuple(in_shape), threads, plain(wT, b, act_), act_)
     if not natives:
-        return split if RS.split_pays(one, split, (x, y)) else one
+        return one if split is None else (split if RS.split_pays(one, split, (x, y)) else one)
     from . import tactic as _tactic
 
-    cands = {"one": one, "split": split, **natives}
-    best = _tactic.fastest(cands, (x, y), key=("linear_native", tuple(in_shape), n, b is not None, threads))
+    cands = {"one": one, **({} if split is None else {"split": split}), **natives}
+    best = _tactic.fastest(cands, (x, y), key=("linear_native", tuple(in_shape), n, b is not None, _act_name(act_),
+                                                threads, sorted(cands)))
     return cands.get(best, one)
 
 
