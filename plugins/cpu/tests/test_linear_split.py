@@ -98,6 +98,7 @@ def test_matchers_take_the_split_only_where_it_timed_faster(monkeypatch, pays, o
     monkeypatch.setattr(RS, "split_pays", lambda one, split, args, timer=None: timed.append(split.what) or pays)
     monkeypatch.setattr(LS._par, "intra_op_threads", lambda: 2)
     monkeypatch.setattr(linalg, "_mkl_gemm", lambda shape, wT: None)   # (the one kernel on numpy's BLAS)
+    monkeypatch.setenv("SRCORE_CPU_NATIVE_SPLIT", "0")   # (its candidates: test_native_team.py)
     w, b = _rand(1024, 256, seed=4), _rand(1024, seed=5)
     extra = {"approximate": "none"} if op == "srcore::linear_gelu" else {}
     matcher = {"aten::linear": linalg.linear_matcher, "srcore::linear_gelu": fused.linear_gelu_matcher,

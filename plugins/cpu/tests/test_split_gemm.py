@@ -90,6 +90,7 @@ def test_matchers_take_the_split_only_where_it_timed_no_slower(monkeypatch, op, 
         pytest.skip("numpy's BLAS not controllable here")
     from srcore_cpu.kernels import tactic
 
+    monkeypatch.setenv("SRCORE_CPU_NATIVE_SPLIT", "0")   # (the native split's choice: test_native_team.py)
     a_shape, b_shape = ((128, 96), (96, 80)) if op == "aten::mm" else ((4, 64, 48), (4, 48, 64))
     timed = []
     for split_t, blas_t, chosen in ((1.0, 1.01, True), (1.0, 0.9, False)):

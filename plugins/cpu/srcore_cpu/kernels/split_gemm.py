@@ -103,13 +103,60 @@ def split_for(a_shape, b_shape, dtype):
     if fn is None:
         return None
     key = (tuple(a_shape), tuple(b_shape), dtype, threads)
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal(s).astype(dtype) for s in (a_shape, b_shape))
+    out = np.empty(np.broadcast_shapes(a_shape[:-2], b_shape[:-2]) + (a_shape[-2], b_shape[-1]), dtype)
+    native = native_matmul(a_shape, b_shape, threads) if dtype == "float32" else None
+    if native is not None:
+        # (the split whose parts never take the GIL against the Python parts' one, then as before)
+        nkey = ("native",) + key
+        if nkey not in _choices:
+            from .tactic import fastest
+
+            _choices[nkey] = fastest({"split": fn, "native": native}, (a, b, out),
+                                     key=("split_gemm_native",) + key) == "native"
+        if _choices[nkey]:
+            fn, key = native, key + ("native",)
     if key not in _choices:
         from .tactic import split_vs_blas
 
-        rng = np.random.default_rng(0)
-        a, b = (rng.standard_normal(s).astype(dtype) for s in (a_shape, b_shape))
-        out = np.empty(np.broadcast_shapes(a_shape[:-2], b_shape[:-2]) + (a_shape[-2], b_shape[-1]), dtype)
         t_split, t_blas = split_vs_blas(lambda: fn(a, b, out), lambda: np.matmul(a, b, out=out),
                                         key=("split_gemm",) + key)   # (pooled over builds: tactic.pooled)
         _choices[key] = WIN * t_split <= t_blas
     return fn if _choices[key] else None
+
+
+def native_matmul(a_shape, b_shape, threads: int):
+    """``fn(a, b, out=None)``: the float32 ``np.matmul(a, b)`` of these static shapes split over
+    :mod:`.native_team` (parts per batch entry or row block, never taking the GIL), for a
+    C-contiguous output and operands whose matrices cblas reads (any strides with a contiguous
+    axis: the transposed views of attention's heads), else ``np.matmul``; None where that team is
+    not available or turned off."""
+    from . import native_team as NT
+    from . import parallel as _par
+
+    team, fn_addr = NT.team(threads), NT.sgemm_address()
+    if team is None or fn_addr is None:
+        return None
+    a_shape, b_shape = tuple(a_shape), tuple(b_shape)
+    out_shape = np.broadcast_shapes(a_shape[:-2], b_shape[:-2]) + (a_shape[-2], b_shape[-1])
+    f32, matmul = np.dtype(np.float32), np.matmul
+    gemms: dict = {}   # (a's strides, b's strides) -> Gemm, or None: cblas cannot read them
+
+    def native_matmul(a, b, out=None):
+        if a.shape != a_shape or b.shape != b_shape or a.dtype != f32 or b.dtype != f32:
+            return matmul(a, b, out=out)
+        if out is None:
+            out = np.empty(out_shape, f32)
+        elif out.shape != out_shape or out.dtype != f32 or not out.flags.c_contiguous:
+            return matmul(a, b, out=out)
+        strides = (a.strides, b.strides)
+        g = gemms.get(strides, False)
+        if g is False:
+            parts = NT.batched_parts(a_shape, b_shape, a.strides, b.strides, threads) if len(gemms) < 8 else None
+            g = gemms[strides] = None if parts is None or len(parts) < 2 else NT.Gemm(parts, fn_addr, team)
+        if g is None:
+            return matmul(a, b, out=out)
+        g(a.ctypes.data, b.ctypes.data, out.ctypes.data)
+        return out
+    return _par.on_caller(native_matmul)
