@@ -31,6 +31,11 @@ paths ask for their threads themselves (``threadpool_limits``), which raises the
 With ``--dist loadscope`` (test.sh) the modules known to be slowest are handed out first
 (``tests/_schedule.py``), so that the pass does not end with one worker running them alone.
 
+``test.sh``'s second pass collects only the test files that hold a test it runs: the first pass writes
+their list (``$SRCORE_TEST_WRITE_SECOND_PASS_FILES``), the second ignores every other test file
+(``$SRCORE_TEST_ONLY_FILES``); collecting the ~200 files that hold only ``one_pass`` tests cost each
+worker about half of its collection.
+
 ``tests/_chaos.py`` (registered here, idle unless ``$SRCORE_TEST_CHAOS`` is set) perturbs every timing
 srcore decides by, to find the tests that depend on which tactic wins (docs/testing.md, "Timing chaos").
 """
@@ -42,6 +47,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from _worker_threads import share_cores
 
@@ -49,6 +55,7 @@ pytest_plugins = ("_chaos",)   # tests/ is on the path (pyproject.toml: pythonpa
 
 _ROOT_KEY = pytest.StashKey[Path]()
 _MADE_KEY = pytest.StashKey[bool]()
+_ONLY_FILES_KEY = pytest.StashKey[frozenset]()
 _WORKERINPUT = "srcore_cache_dir"
 FULL_VARIABLE = "SRCORE_TESTS_FULL"
 
@@ -56,6 +63,12 @@ FULL_VARIABLE = "SRCORE_TESTS_FULL"
 def full_run() -> bool:
     """Whether this is the complete run (``SRCORE_TESTS_FULL=1``), not the default one."""
     return os.environ.get(FULL_VARIABLE) == "1"
+
+
+# hypothesis's per-example deadline (200 ms) and its too-slow health check are timings: on a loaded 2-core CI
+# machine a property test failed on them with no wrong answer (tests never depend on timing, testing.md)
+settings.register_profile("srcore", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("srcore")
 
 
 @pytest.hookimpl(trylast=True)   # after pytest's tmpdir plugin has set up the session's basetemp
@@ -83,6 +96,33 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """With ``$SRCORE_TEST_WRITE_SECOND_PASS_FILES`` set (test.sh's first pass): write there the test
+    files that hold a test the second pass runs (neither ``one_pass`` nor ``perf``), one path a line.
+    Every xdist worker collects the same items and writes the same list (atomically)."""
+    out = os.environ.get("SRCORE_TEST_WRITE_SECOND_PASS_FILES")
+    if not out or not session.items:   # xdist's controller collects nothing
+        return
+    files = sorted({str(item.path.resolve()) for item in session.items
+                    if item.get_closest_marker("one_pass") is None and item.get_closest_marker("perf") is None})
+    tmp = f"{out}.{os.getpid()}"
+    Path(tmp).write_text("".join(f"{f}\n" for f in files))
+    os.replace(tmp, out)
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config):
+    """With ``$SRCORE_TEST_ONLY_FILES`` set (test.sh's second pass): a test file not in that list is not
+    collected (it holds no test the pass runs). Directories and non-test files are left to pytest."""
+    listed = os.environ.get("SRCORE_TEST_ONLY_FILES")
+    if not listed or collection_path.suffix != ".py" or not collection_path.name.startswith("test_"):
+        return None
+    keep = config.stash.get(_ONLY_FILES_KEY, None)
+    if keep is None:
+        keep = frozenset(Path(listed).read_text().split("\n")) - {""}
+        config.stash[_ONLY_FILES_KEY] = keep
+    return None if str(collection_path.resolve()) in keep else True
 
 
 def _session_cache_root(config: pytest.Config) -> tuple[Path, bool]:

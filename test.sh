@@ -16,12 +16,21 @@ SRCORE_EXTRAS=test bash run.sh --install-only
 workers="${SRCORE_TEST_WORKERS:-$(.venv/bin/python -c 'import os; print(max(1, min(4, len(os.sched_getaffinity(0)))))')}"
 parallel=(-n "$workers" --dist loadscope)
 [ "$workers" = 0 ] && parallel=()
+# the test files that hold a second-pass test, written by the first pass (conftest.py): the second collects
+# only those (the ~200 files of one_pass tests took about half of its collection)
+second_pass_files="$(mktemp "${TMPDIR:-/tmp}/srcore-second-pass.XXXXXX")"
 if [ -z "${SRCORE_TEST_CACHE_DIR:-}" ]; then
     SRCORE_TEST_CACHE_DIR="$(mktemp -d "${TMPDIR:-/tmp}/srcore-test-cache.XXXXXX")"
-    trap 'rm -rf "$SRCORE_TEST_CACHE_DIR"' EXIT
+    trap 'rm -rf "$SRCORE_TEST_CACHE_DIR" "$second_pass_files"' EXIT
+else
+    trap 'rm -f "$second_pass_files"' EXIT
 fi
 export SRCORE_TEST_CACHE_DIR
-.venv/bin/python -m pytest -q "${parallel[@]}" "$@"
+# Python's bytecode caches (and pytest's of its rewritten test modules) are written, whatever the
+# environment says: with PYTHONDONTWRITEBYTECODE set, every worker of both passes and every process a test
+# starts compiled srcore's sources and rewrote the asserts of every test module again
+unset PYTHONDONTWRITEBYTECODE
+SRCORE_TEST_WRITE_SECOND_PASS_FILES="$second_pass_files" .venv/bin/python -m pytest -q "${parallel[@]}" "$@"
 echo "== second pass: SRCORE_EXECUTOR=interpreter SRCORE_MEMORY_PLANNER=precomputed_offsets"
-SRCORE_EXECUTOR=interpreter SRCORE_MEMORY_PLANNER=precomputed_offsets .venv/bin/python -m pytest -q \
-    "${parallel[@]}" -m "not one_pass and not perf" "$@"
+SRCORE_EXECUTOR=interpreter SRCORE_MEMORY_PLANNER=precomputed_offsets SRCORE_TEST_ONLY_FILES="$second_pass_files" \
+    .venv/bin/python -m pytest -q "${parallel[@]}" -m "not one_pass and not perf" "$@"

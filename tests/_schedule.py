@@ -12,26 +12,37 @@ from __future__ import annotations
 
 from xdist.scheduler import LoadScopeScheduling
 
-#: Seconds the slowest modules take in the first pass of a fresh clone (cold kernel caches, one thread
-#: per worker, Intel SPR 2 vCPUs), estimated: the CI log's 30 slowest tests (2026-11-29) summed per
-#: module, plus a share for their other tests, and cold one-process runs of the trt_like modules
-#: (``--durations=0``, 2026-11-29: conformance 387 s, parity 456 s before its ``FULL_ONLY`` models
-#: went behind ``full``, ONNX BERTs 75 s, segment 66 s, parallel 35 s, dense routing 28 s; most of it
-#: numba compiles, which the first module to need a kernel pays). Only the order matters: these go
-#: first, the longest first; every other module follows in xdist's order. Refresh from a run with
-#: ``--durations=0``.
+#: CPU seconds the slowest modules take in the first pass of a fresh clone, measured (``tools/module_cpu.py``:
+#: the whole default first pass, 2 workers, ``--dist loadscope`` in this order, fresh ``NUMBA_CACHE_DIR`` and
+#: cache root, one thread per worker, AMD EPYC 2 vCPUs, 2026-11-29; most of it numba compiles, which the first
+#: module to need a kernel pays). ``test_scaleout_ray.py``'s figure is its wall (CI logs): its Ray processes'
+#: CPU is not the worker's. Only the order matters: these go first, the longest first; every other module
+#: follows in xdist's order. Refresh from a run with ``-p module_cpu`` (docs/testing.md).
 SLOW_MODULES = {
-    "tests/parity/test_trt_like_parity.py": 400,
-    "plugins/trt_like/tests/test_conformance.py": 380,
-    "tests/test_frontend_onnx_msft_bert.py": 70,
-    "plugins/trt_like/tests/test_segment.py": 60,
-    "tests/test_docs_examples.py": 40,
-    "plugins/trt_like/tests/test_parallel.py": 35,
-    "tests/conformance/test_opinfo.py": 30,
-    "tests/test_scaleout_ray.py": 30,
-    "tests/test_passes_dense_routing.py": 25,
-    "plugins/trt_like/tests/test_segment_index.py": 20,
-    "plugins/cpu/tests/test_jit_fold_binning_avg_pool.py": 20,
+    "tests/parity/test_trt_like_parity.py": 320,
+    "plugins/trt_like/tests/test_conformance.py": 251,
+    "tests/parity/test_model_zoo.py": 76,
+    "tests/test_frontend_onnx_msft_bert.py": 54,
+    "plugins/trt_like/tests/test_attention_fusion.py": 43,
+    "plugins/trt_like/tests/test_segment.py": 35,
+    "tests/parity/test_family_models.py": 33,
+    "tests/parity/test_bench_models.py": 32,
+    "tests/test_passes_dense_routing.py": 30,
+    "tests/parity/test_heldout11_zoo.py": 28,
+    "plugins/trt_like/tests/test_pointwise.py": 24,
+    "tests/parity/test_heldout12_zoo.py": 24,
+    "plugins/trt_like/tests/test_parallel.py": 23,
+    "tests/parity/test_heldout9_zoo.py": 23,
+    "tests/test_docs_examples.py": 23,
+    "tests/parity/test_heldout8_zoo.py": 22,
+    "tests/parity/test_heldout_zoo.py": 22,
+    "plugins/trt_like/tests/test_nchwc_split.py": 22,
+    "tests/parity/test_heldout10_zoo.py": 21,
+    "plugins/cpu/tests/test_jit_fold_binning_avg_pool.py": 21,
+    "tests/test_scaleout_ray.py": 20,
+    "plugins/trt_like/tests/test_data_layers.py": 19,
+    "tests/conformance/test_opinfo.py": 16,
+    "plugins/trt_like/tests/test_segment_index.py": 12,
 }
 
 

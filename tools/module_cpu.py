@@ -8,7 +8,8 @@ are what ``tests/_schedule.py``'s ``SLOW_MODULES`` and the suite-time log quote:
     .venv/bin/python tools/module_cpu.py /tmp/cpu      # the modules, largest first
 
 Each process (an xdist worker or pytest's own) writes ``$MODULE_CPU_OUT/<worker>.json``:
-``{module: [cpu seconds, numba compile seconds, tests]}``.
+``{module: [cpu seconds, numba compile seconds, tests]}``, and ``<worker>.tests``, the same per test:
+``{nodeid: [cpu seconds, numba compile seconds]}`` (``module_cpu.py DIR N --tests``: the N largest tests).
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ _START = pytest.StashKey[tuple]()
 _cpu: collections.Counter = collections.Counter()
 _compile: collections.Counter = collections.Counter()
 _tests: collections.Counter = collections.Counter()
+_per_test: dict[str, list] = {}   # nodeid -> [cpu seconds, numba compile seconds]
 _compiling = [0.0]   # numba compile CPU so far (outermost compiles only)
 _depth = [0]
 
@@ -70,6 +72,7 @@ def pytest_runtest_teardown(item, nextitem) -> None:
     _cpu[mod] += _process_cpu() - cpu0
     _compile[mod] += _compiling[0] - comp0
     _tests[mod] += 1
+    _per_test[item.nodeid] = [round(_process_cpu() - cpu0, 3), round(_compiling[0] - comp0, 3)]
     if nextitem is None or _module(nextitem.nodeid) != mod:   # written as each module ends: a run cut short
         _write(item.config)                                     # still leaves the modules it finished
 
@@ -87,10 +90,20 @@ def _write(config) -> None:
     path.mkdir(parents=True, exist_ok=True)
     data = {m: [round(_cpu[m], 2), round(_compile[m], 2), _tests[m]] for m in _tests}
     (path / f"{worker}.{os.getpid()}.json").write_text(json.dumps(data, indent=0, sort_keys=True))
+    (path / f"{worker}.{os.getpid()}.tests").write_text(json.dumps(_per_test, indent=0, sort_keys=True))
 
 
 def main(argv: list[str]) -> None:
     """Print the modules of the JSON files in a directory, largest CPU first."""
+    if "--tests" in argv:
+        argv = [a for a in argv if a != "--tests"]
+        tests: dict[str, list] = {}
+        for f in sorted(Path(argv[0]).glob("*.tests")):
+            tests.update(json.loads(f.read_text()))
+        limit = int(argv[1]) if len(argv) > 1 else 60
+        for nodeid, (cpu, comp) in sorted(tests.items(), key=lambda kv: -kv[1][0])[:limit]:
+            print(f"{cpu:8.1f} {comp:8.1f}  {nodeid}")
+        return
     total: dict[str, list] = {}
     for f in sorted(Path(argv[0]).glob("*.json")):
         for mod, (cpu, comp, n) in json.loads(f.read_text()).items():
