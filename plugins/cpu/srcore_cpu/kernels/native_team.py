@@ -338,12 +338,15 @@ def _sched_yield() -> int:
 
 def sgemm_address() -> int | None:
     """The address of numpy's ILP64 ``cblas_sgemm`` (its bundled OpenBLAS), or None."""
-    from srcore.blas import openblas
+    from srcore.plugin import openblas
 
     ctl = openblas.bundled_openblas()
     if ctl is None or getattr(ctl, "_affix", ("", ""))[1] not in ("64_", "_64"):
         return None
-    fn = ctl._get_symbol("cblas_sgemm")
+    try:   # (threadpoolctl's controller finds the symbol under the wheel's prefix and suffix)
+        fn = ctl._get_symbol("cblas_sgemm")
+    except (AttributeError, OSError):
+        return None
     return None if fn is None else ctypes.cast(fn, ctypes.c_void_p).value
 
 
