@@ -56,6 +56,8 @@ pytest_plugins = ("_chaos",)   # tests/ is on the path (pyproject.toml: pythonpa
 _ROOT_KEY = pytest.StashKey[Path]()
 _MADE_KEY = pytest.StashKey[bool]()
 _ONLY_FILES_KEY = pytest.StashKey[frozenset]()
+_PASS_FILES_KEY = pytest.StashKey[dict]()
+_PASS_FILE_VARIABLES = ("SRCORE_TEST_WRITE_SECOND_PASS_FILES", "SRCORE_TEST_ONLY_FILES")
 _WORKERINPUT = "srcore_cache_dir"
 FULL_VARIABLE = "SRCORE_TESTS_FULL"
 
@@ -84,6 +86,12 @@ def pytest_configure(config: pytest.Config) -> None:
     # tests assert what a load does (its passes, stages, imports): a prepared-model cache filled by an
     # earlier test would skip them. tests/test_prepared_cache.py turns it on with a root of its own.
     os.environ["SRCORE_NO_PREPARED_CACHE"] = "1"
+    # test.sh's file lists are this session's: taken out of the environment, so that a pytest a test starts
+    # (pytester, a subprocess) neither overwrites the list nor collects by it; xdist workers get them below
+    for key in _PASS_FILE_VARIABLES:
+        value = workerinput.get(key) if workerinput is not None else os.environ.pop(key, None)
+        if value:
+            config.stash[_PASS_FILES_KEY] = {**config.stash.get(_PASS_FILES_KEY, {}), key: value}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
@@ -102,7 +110,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     """With ``$SRCORE_TEST_WRITE_SECOND_PASS_FILES`` set (test.sh's first pass): write there the test
     files that hold a test the second pass runs (neither ``one_pass`` nor ``perf``), one path a line.
     Every xdist worker collects the same items and writes the same list (atomically)."""
-    out = os.environ.get("SRCORE_TEST_WRITE_SECOND_PASS_FILES")
+    out = session.config.stash.get(_PASS_FILES_KEY, {}).get("SRCORE_TEST_WRITE_SECOND_PASS_FILES")
     if not out or not session.items:   # xdist's controller collects nothing
         return
     files = sorted({str(item.path.resolve()) for item in session.items
@@ -115,7 +123,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config):
     """With ``$SRCORE_TEST_ONLY_FILES`` set (test.sh's second pass): a test file not in that list is not
     collected (it holds no test the pass runs). Directories and non-test files are left to pytest."""
-    listed = os.environ.get("SRCORE_TEST_ONLY_FILES")
+    listed = config.stash.get(_PASS_FILES_KEY, {}).get("SRCORE_TEST_ONLY_FILES")
     if not listed or collection_path.suffix != ".py" or not collection_path.name.startswith("test_"):
         return None
     keep = config.stash.get(_ONLY_FILES_KEY, None)
@@ -143,6 +151,7 @@ def _session_cache_root(config: pytest.Config) -> tuple[Path, bool]:
 def pytest_configure_node(node) -> None:
     """pytest-xdist: a worker uses the controller's root (not one under its own basetemp)."""
     node.workerinput[_WORKERINPUT] = str(node.config.stash[_ROOT_KEY])
+    node.workerinput.update(node.config.stash.get(_PASS_FILES_KEY, {}))
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -55,10 +55,20 @@ EXPECTED_ENGINES = {"mlp_tiny": 1, "elementwise_chain": 1, "mlp_wide": 1, "resne
                     "transformer_block": 1, "transformer_block_explicit": 1}
 
 
+#: bench models whose engines the default run builds untimed (each layer's first candidate), as the second
+#: pass does: resnet_small's timed build compiles every candidate of every layer (87 s of a CI worker,
+#: 2026-11-29); each candidate is checked alone by ``test_conformance.py``'s every-tactic cases, and the
+#: timed build runs with ``SRCORE_TESTS_FULL=1``
+UNTIMED_BY_DEFAULT = frozenset({"resnet_small"})
+
+
 @pytest.mark.parametrize("name", list(MODELS))
 def test_bench_model_through_trt_like(name):
     m, inputs, model = bench_case(name)
-    sm = srcore.StaticModule(model, options=_options())
+    options = _options()
+    if name in UNTIMED_BY_DEFAULT and not FULL:
+        options = srcore.Options(backends=BACKENDS, engine_min_block_size=1, engine_options={"timing": False})
+    sm = srcore.StaticModule(model, options=options)
     assert_matches_torch(sm, m, inputs, (), f"{name} via trt_like")
     engines = sm.partition.engines
     if name in EXPECTED_ENGINES:
