@@ -189,18 +189,16 @@ def pad_into(x, xp, C, H, W, pt, pl, Hp, Wp):
                 pp[d + j] = 0.0
 
 
-@njit(**JIT)
-def dense_rows(x, xp, wq, taps, out, C, H, W, pt, pl, Hp, Wp, sh, sw, Ho, Wo, OB, bias, lo, hi, slope, leaky, L,
-               tag):
-    """One image: ``out`` (OB, Ho, Wo, 16) = act(conv(x) + bias), ``x`` (C, H, W) flat, ``wq`` (OB, K, 16) the
-    weight per block and tap, ``taps`` (K,) each tap's offset in the padded copy ``xp`` (C x Hp x Wp)."""
-    pad_into(x, xp, C, H, W, pt, pl, Hp, Wp)
+@_inline
+def _rows_of(xp, wq, taps, out, sh, sw, Ho, Wo, OB, Wp, bias, lo, hi, slope, leaky, L, tag, r0, r1):
+    """Output rows ``r0 <= oy < r1`` of every block from the padded copy ``xp``: the same tiles in the same
+    order whatever the range."""
     z = vsplat(tag, np.float32(0.0))
     K = taps.shape[0]
     px, pw, po, pb = fptr(xp), fptr(wq), fptr(out), fptr(bias)
     for ob in range(OB):
         wo = ob * K * 2 * L
-        for oy in range(Ho):
+        for oy in range(r0, r1):
             row = oy * sh * Wp
             ox = 0
             while ox < Wo:
@@ -217,6 +215,15 @@ def dense_rows(x, xp, wq, taps, out, C, H, W, pt, pl, Hp, Wp, sh, sw, Ho, Wo, OB
                 else:
                     _dtile1(px, a, sw, taps, pw, wo, K, po, oo, pb, bo, lo, hi, slope, leaky, L, z)
                 ox += R
+
+
+@njit(**JIT)
+def dense_rows(x, xp, wq, taps, out, C, H, W, pt, pl, Hp, Wp, sh, sw, Ho, Wo, OB, bias, lo, hi, slope, leaky, L,
+               tag):
+    """One image: ``out`` (OB, Ho, Wo, 16) = act(conv(x) + bias), ``x`` (C, H, W) flat, ``wq`` (OB, K, 16) the
+    weight per block and tap, ``taps`` (K,) each tap's offset in the padded copy ``xp`` (C x Hp x Wp)."""
+    pad_into(x, xp, C, H, W, pt, pl, Hp, Wp)
+    _rows_of(xp, wq, taps, out, sh, sw, Ho, Wo, OB, Wp, bias, lo, hi, slope, leaky, L, tag, 0, Ho)
 
 
 @njit(**JIT)
@@ -243,25 +250,4 @@ def dense_range(x, xp, wq, taps, out, C, H, W, pt, pl, Hp, Wp, sh, sw, Ho, Wo, O
                 pp[d + pl + j] = px_[s + j]
             for j in range(pl + W, Wp):
                 pp[d + j] = 0.0
-    z = vsplat(tag, np.float32(0.0))
-    K = taps.shape[0]
-    px, pw, po, pb = fptr(xp), fptr(wq), fptr(out), fptr(bias)
-    for ob in range(OB):
-        wo = ob * K * 2 * L
-        for oy in range(r0, r1):
-            row = oy * sh * Wp
-            ox = 0
-            while ox < Wo:
-                R = _rows(Wo - ox)
-                a = row + ox * sw
-                oo = ((ob * Ho + oy) * Wo + ox) * 2 * L
-                bo = ob * 2 * L
-                if R == 6:
-                    _dtile6(px, a, sw, taps, pw, wo, K, po, oo, pb, bo, lo, hi, slope, leaky, L, z)
-                elif R == 4:
-                    _dtile4(px, a, sw, taps, pw, wo, K, po, oo, pb, bo, lo, hi, slope, leaky, L, z)
-                elif R == 2:
-                    _dtile2(px, a, sw, taps, pw, wo, K, po, oo, pb, bo, lo, hi, slope, leaky, L, z)
-                else:
-                    _dtile1(px, a, sw, taps, pw, wo, K, po, oo, pb, bo, lo, hi, slope, leaky, L, z)
-                ox += R
+    _rows_of(xp, wq, taps, out, sh, sw, Ho, Wo, OB, Wp, bias, lo, hi, slope, leaky, L, tag, r0, r1)

@@ -503,21 +503,13 @@ def planes_into(x, xb, C, HW, ld, blocked, tag8):
                 pb[d + p] = px[sc + 16 * p]
 
 
-@njit(**JIT)
-def conv1x1_planes(wa, x, xb, out, M, N, K, blocked, L, tag, bias, lo, hi):
-    """One image of a 1x1 conv: ``out`` (M, N) = ``clamp(W @ X + bias, lo, hi)``, W (M, K) packed by
-    :func:`pack_rows`, X the image's K planes of N pixels (NCHW, or NCHW16c when ``blocked``) copied into
-    ``xb`` (at least ``K * plane_pitch(N, L)`` floats) first."""
+@_inline
+def _panels(pa, px, po, pbias, M, N, K, ld, L, z, lo, hi, q0, q1):
+    """Pixel panels ``q0 <= pb < q1`` of a 1x1 conv whose input planes are in ``px`` (pitch ``ld``):
+    every output row of those pixels, the same tiles in the same order whatever the range."""
     P = 2 * L
-    ld = N + (P - N % P) % P
-    if (4 * ld) % 4096 == 0:
-        ld += P
-    planes_into(x, xb, K, N, ld, blocked, tag)
-    z = vsplat(tag, np.float32(0.0))
-    NP = (N + P - 1) // P
-    pa, px, po, pbias = fptr(wa), fptr(xb), fptr(out), fptr(bias)
-    for pb0 in range(0, NP, NCP):
-        npb = min(NCP, NP - pb0)
+    for pb0 in range(q0, q1, NCP):
+        npb = min(NCP, q1 - pb0)
         for k0 in range(0, K, KC):
             kc = min(KC, K - k0)
             acc = k0 > 0
@@ -540,6 +532,22 @@ def conv1x1_planes(wa, x, xb, out, M, N, K, blocked, L, tag, bias, lo, hi):
                     else:
                         _ctile1(pa, ao, px, bo, ld, kc, po, oo, N, acc, last, nv, L, z, pbias, r, lo, hi)
                     r += R
+
+
+@njit(**JIT)
+def conv1x1_planes(wa, x, xb, out, M, N, K, blocked, L, tag, bias, lo, hi):
+    """One image of a 1x1 conv: ``out`` (M, N) = ``clamp(W @ X + bias, lo, hi)``, W (M, K) packed by
+    :func:`pack_rows`, X the image's K planes of N pixels (NCHW, or NCHW16c when ``blocked``) copied into
+    ``xb`` (at least ``K * plane_pitch(N, L)`` floats) first."""
+    P = 2 * L
+    ld = N + (P - N % P) % P
+    if (4 * ld) % 4096 == 0:
+        ld += P
+    planes_into(x, xb, K, N, ld, blocked, tag)
+    z = vsplat(tag, np.float32(0.0))
+    NP = (N + P - 1) // P
+    pa, px, po, pbias = fptr(wa), fptr(xb), fptr(out), fptr(bias)
+    _panels(pa, px, po, pbias, M, N, K, ld, L, z, lo, hi, 0, NP)
 
 
 def pack_weight_rows(w: np.ndarray) -> np.ndarray:
@@ -590,30 +598,7 @@ def conv1x1_range(wa, x, xb, out, M, N, K, blocked, L, tag, bias, lo, hi, q0, q1
     planes_range(x, xb, K, N, ld, blocked, tag, p0, p1)
     z = vsplat(tag, np.float32(0.0))
     pa, px, po, pbias = fptr(wa), fptr(xb), fptr(out), fptr(bias)
-    for pb0 in range(q0, q1, NCP):
-        npb = min(NCP, q1 - pb0)
-        for k0 in range(0, K, KC):
-            kc = min(KC, K - k0)
-            acc = k0 > 0
-            last = k0 + kc == K
-            for j in range(npb):
-                pb = pb0 + j
-                nv = min(P, N - pb * P)
-                bo = k0 * ld + pb * P
-                r = 0
-                while r < M:
-                    ao = k0 * M + r * kc
-                    oo = r * N + pb * P
-                    R = _rows(M - r)
-                    if R == 6:
-                        _ctile6(pa, ao, px, bo, ld, kc, po, oo, N, acc, last, nv, L, z, pbias, r, lo, hi)
-                    elif R == 4:
-                        _ctile4(pa, ao, px, bo, ld, kc, po, oo, N, acc, last, nv, L, z, pbias, r, lo, hi)
-                    elif R == 2:
-                        _ctile2(pa, ao, px, bo, ld, kc, po, oo, N, acc, last, nv, L, z, pbias, r, lo, hi)
-                    else:
-                        _ctile1(pa, ao, px, bo, ld, kc, po, oo, N, acc, last, nv, L, z, pbias, r, lo, hi)
-                    r += R
+    _panels(pa, px, po, pbias, M, N, K, ld, L, z, lo, hi, q0, q1)
 
 
 @njit(**JIT)
