@@ -171,9 +171,15 @@ def _dtile1(px, a, sw, pt, pw, wo, K, po, oo, pb, bo, lo, hi, slope, leaky, L, z
 @njit(**JIT)
 def pad_into(x, xp, C, H, W, pt, pl, Hp, Wp):
     """One image's NCHW planes into ``xp`` (C, Hp, Wp) at row ``pt``, column ``pl``, zeros around."""
+    pad_rows(x, xp, C, H, W, pt, pl, Hp, Wp, 0, Hp)
+
+
+@njit(**JIT)
+def pad_rows(x, xp, C, H, W, pt, pl, Hp, Wp, i0, i1):
+    """Padded rows ``i0 <= i < i1`` of :func:`pad_into`'s copy."""
     px, pp = fptr(x), fptr(xp)
     for c in range(C):
-        for i in range(Hp):
+        for i in range(i0, i1):
             d = (c * Hp + i) * Wp
             si = i - pt
             if si < 0 or si >= H:
@@ -232,22 +238,5 @@ def dense_range(x, xp, wq, taps, out, C, H, W, pt, pl, Hp, Wp, sh, sw, Ho, Wo, O
     """Output rows ``r0 <= oy < r1`` of :func:`dense_rows` (every block), the same tiles in the same order:
     a split of an image in row ranges gives its bits (``range_split.py``). Only the padded rows those
     read (``span``: a tap's reach in rows) are written into this part's ``xp``."""
-    px_ = fptr(x)
-    pp = fptr(xp)
-    i1 = min(Hp, (r1 - 1) * sh + span)
-    for c in range(C):
-        for i in range(r0 * sh, i1):
-            d = (c * Hp + i) * Wp
-            si = i - pt
-            if si < 0 or si >= H:
-                for j in range(Wp):
-                    pp[d + j] = 0.0
-                continue
-            s = (c * H + si) * W
-            for j in range(pl):
-                pp[d + j] = 0.0
-            for j in range(W):
-                pp[d + pl + j] = px_[s + j]
-            for j in range(pl + W, Wp):
-                pp[d + j] = 0.0
+    pad_rows(x, xp, C, H, W, pt, pl, Hp, Wp, r0 * sh, min(Hp, (r1 - 1) * sh + span))
     _rows_of(xp, wq, taps, out, sh, sw, Ho, Wo, OB, Wp, bias, lo, hi, slope, leaky, L, tag, r0, r1)
