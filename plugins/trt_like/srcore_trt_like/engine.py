@@ -220,7 +220,7 @@ class Engine:
                          f"(liveness lower bound {mem['lower_bound_bytes']:,}), "
                          f"{_ORIGIN[self.origin.get(shapes, 'built')]} in {secs * 1e3:.1f} ms")
             lines += [f"  {run.describe()}" for run in plan.layout_runs]
-            if getattr(plan, "thread_choice", None) is not None:
+            if plan.thread_choice is not None:
                 lines.append(f"  {plan.thread_choice.describe()}")
             for k, step in enumerate(plan.steps):
                 layer, tactic = step.layer, step.tactic
