@@ -99,6 +99,11 @@ ENGINE_RUNNERS = {
     "trt_like_nchw": (("trt_like", "cpu"), {"nchwc": False}),
     # the layout forced on wherever it applies (the default times it per run of layers)
     "trt_like_nchwc": (("trt_like", "cpu"), {"nchwc": True}),
+    # trt_like_rows_forced without the plan's thread choice: an engine of forced splits, A/B of the choice
+    "trt_like_rows_forced_noplan": (("trt_like", "cpu"), {"nchwc": True, "nchwc_rows": True, "thread_plan": False,
+                                                          "exclude_tactics": ["pointwise_nchw16c", "depthwise_nchw16c"]}),
+    # every split layer on its team, no sequence timing of the plan's thread choice (tactics/thread_plan.py)
+    "trt_like_noplan": (("trt_like", "cpu"), {"thread_plan": False}),
     "openvino": (("openvino", "cpu"), {}),
     "openvino_bf16": (("openvino", "cpu"), {"precision": "bf16"}),
     "openvino_nan_unchecked": (("openvino", "cpu"), {"nan_checks": False}),
@@ -110,7 +115,8 @@ RUNNERS = (*PEER_RUNNERS, *SRCORE_RUNNERS, *ENGINE_RUNNERS, *ONNX_RUNNERS)
 #: runners for an A/B in one process (``benchmarks.families_ab --runners``), left out of ``benchmarks.run``'s default
 AB_ONLY_RUNNERS = ("trt_like_nchw", "trt_like_nchwc", "trt_like_nchwc_rows", "trt_like_rows_forced", "trt_like_no_h8",
                    "trt_like_no_h8_split", "trt_like_nchwc_all_splits", "trt_like_no_sgemm",
-                   "trt_like_no_wino_sgemm", "trt_like_no_sgemm_split", "trt_like_no_tile_2t", "trt_like_no_tile_split")
+                   "trt_like_no_wino_sgemm", "trt_like_no_sgemm_split", "trt_like_no_tile_2t", "trt_like_no_tile_split",
+                   "trt_like_noplan", "trt_like_rows_forced_noplan")
 
 
 #: runners whose output must be within this of torch eager's (relative to its largest value) to be

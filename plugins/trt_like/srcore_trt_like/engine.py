@@ -41,6 +41,7 @@ from .kernels.resident import release_compiler_code
 from .store import PlanStore, release_pages
 from .tactics.layout_choice import choose_layout
 from .tactics.segment import compile_small, compile_untimed
+from .tactics.thread_plan import choose_threads
 
 log = logging.getLogger("srcore.trt_like")
 
@@ -219,6 +220,8 @@ class Engine:
                          f"(liveness lower bound {mem['lower_bound_bytes']:,}), "
                          f"{_ORIGIN[self.origin.get(shapes, 'built')]} in {secs * 1e3:.1f} ms")
             lines += [f"  {run.describe()}" for run in plan.layout_runs]
+            if plan.thread_choice is not None:
+                lines.append(f"  {plan.thread_choice.describe()}")
             for k, step in enumerate(plan.steps):
                 layer, tactic = step.layer, step.tactic
                 tactic = "in place" if k in plan.elided else tactic   # (its pieces written in its slices)
@@ -319,8 +322,10 @@ def make_plan(segment, shapes, options: dict[str, Any], name: str) -> Plan:
         # compilable layers never read a blocked tensor)
         steps = compile_small(net, steps, options, name, CONTEXTS, min_run=LONG_RUN if runs else 2,
                               whole=not tried)
+    steps, threads = choose_threads(net, steps, options, name)
     plan = Plan(net, steps, CONTEXTS)
     plan.layout_runs = runs
+    plan.thread_choice = threads
     return plan
 
 

@@ -148,7 +148,8 @@ def test_an_engine_at_two_threads_on_it_matches_torch(monkeypatch):
         "exclude_tactics": ["numpy", "mkl_packed", "mkl_split", "numpy_split", "packed_sgemm", "packed_sgemm16"],
         "timing_cache": False}))
     desc = sm.partition.engines[0].description
-    assert desc.count("[packed_sgemm_split]") + desc.count("[packed_sgemm16_split]") == 2, desc
+    # (either on the team or, where the plan's thread choice found the split losing in sequence, ``@1t``)
+    assert desc.count("[packed_sgemm_split") + desc.count("[packed_sgemm16_split") == 2, desc
     np.testing.assert_allclose(sm(x), want, rtol=1e-4, atol=1e-4)
 
 
