@@ -469,11 +469,13 @@ def team(size: int) -> Team | None:
     return t
 
 
-def batched_parts(a_shape, b_shape, a_strides, b_strides, threads: int):
-    """The parts of ``np.matmul(a, b)`` into a C-contiguous float32 output (offsets from the
-    operands' and output's addresses): one per entry of the broadcast batch, or, for fewer entries
-    than ``threads``, each entry's rows in ``threads`` blocks; None where an operand's matrices have
-    no contiguous axis (cblas cannot read them) or a shape is not a matrix stack."""
+def batched_parts(a_shape, b_shape, a_strides, b_strides, threads: int, c_strides=None):
+    """The parts of ``np.matmul(a, b)`` into a float32 output, C-contiguous or of byte strides
+    ``c_strides`` with contiguous rows (attention's head outputs written into their (tokens, embed)
+    layout), as offsets from the operands' and output's addresses: one per entry of the broadcast
+    batch, or, for fewer entries than ``threads``, each entry's rows in ``threads`` blocks; None
+    where an operand's matrices have no contiguous axis (cblas cannot read them), the output's rows
+    are not contiguous, or a shape is not a matrix stack."""
     if len(a_shape) < 2 or len(b_shape) < 2:
         return None
     M, K = a_shape[-2:]
@@ -494,14 +496,21 @@ def batched_parts(a_shape, b_shape, a_strides, b_strides, threads: int):
     entries = int(np.prod(batch, dtype=np.int64))
     (ta, lda), (tb, ldb) = blk_a, blk_b
     row_a = a_strides[-2]   # bytes from one row of a (an output row) to the next
+    if c_strides is None:
+        ec, ldc = [int(np.prod(batch[j + 1:], dtype=np.int64)) * M * N * 4 for j in range(nd)], N
+    else:
+        if len(c_strides) != nd + 2 or (N > 1 and c_strides[-1] != 4) or (M > 1 and c_strides[-2] < 4 * N) \
+                or c_strides[-2] % 4:
+            return None
+        ec, ldc = list(c_strides[:-2]), (c_strides[-2] // 4 if M > 1 else N)
     parts = []
     for e in range(entries):
         idx = np.unravel_index(e, batch) if nd else ()
         ao = sum(int(i) * s for i, s in zip(idx, ea))
         bo = sum(int(i) * s for i, s in zip(idx, eb))
-        co = e * M * N * 4
+        co = sum(int(i) * s for i, s in zip(idx, ec))
         blocks = [(0, M)] if entries >= threads or M < 2 * threads else [
             (M * i // threads, M * (i + 1) // threads) for i in range(threads)]
         for lo, hi in blocks:
-            parts.append((ao + lo * row_a, bo, co + lo * N * 4, 0, hi - lo, N, K, lda, ldb, N, ta, tb, 0))
+            parts.append((ao + lo * row_a, bo, co + lo * ldc * 4, 0, hi - lo, N, K, lda, ldb, ldc, ta, tb, 0))
     return parts
