@@ -37,7 +37,7 @@ def _linear(wT, b, rows: int, threads: int, act: str | None, team, fn_addr, key)
     from . import tactic
 
     k, n = wT.shape
-    epi, w_addr = NT.EPILOGUES[act], wT.ctypes.data
+    epi, w_addr = NT.epilogue(act), wT.ctypes.data
     b_addr = 0 if b is None else b.ctypes.data
     cands = {}
     if rows >= 2 * threads:
