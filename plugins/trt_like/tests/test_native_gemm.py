@@ -56,6 +56,8 @@ def test_offered_by_work_and_threads(monkeypatch):
     monkeypatch.setattr(parallel, "count", lambda: 2)
     assert [(c.name, c.blas) for c in tactic.gemm_candidates(*mid)] == [("native_rows", None), ("native_cols", None)]
     assert tactic.gemm_candidates(*small) == []      # (65 K multiply-adds: under MIN_WORK)
+    big = _layer(64, 1024, 1024)                       # 67 M: the intra-op policy splits it on its pools
+    assert parallel.for_work(64 * 1024 * 1024) > 1 and tactic.gemm_candidates(*big) == []
 
 
 MLP = """graph(%x : Float(96, 256)):

@@ -1,9 +1,9 @@
 """GEMM layers split over the native team (``srcore.plugin.native_team``: parts that call numpy's OpenBLAS
 ``cblas_sgemm`` from compiled code, on workers that never take the GIL), by blocks of rows
 (``native_rows``) or of 16 output columns (``native_cols``, each part reading its rows of the (N, K)
-weight in place). Offered at more than one intra-op thread from :data:`MIN_WORK` multiply-adds, below the
-intra-op policy's :data:`..kernels.threads.PARALLEL_MIN_WORK` too: bert_encoder's 128 x 256 x 256 projections
-(~0.1-0.2 ms on one thread) stayed on one thread at 2 threads (a split over numba's OpenMP team or
+weight in place). Offered at more than one intra-op thread from :data:`MIN_WORK` multiply-adds up to
+the layers the intra-op policy splits (:func:`..kernels.threads.for_work`: their splits run on the
+OpenMP pool or the Python team): bert_encoder's 128 x 256 x 256 projections (~0.1-0.2 ms on one thread) stayed on one thread at 2 threads (a split over numba's OpenMP team or
 MKL's was not offered there, nor did it hold beside a busy core), while the cpu plugin's native split
 of them took 0.6x one thread (docs/performance-log.md, "Products of 0.2 ms split without the GIL"). The
 build's timing keeps it or not, never a vendor; ``exclude_tactics=["native_rows", "native_cols"]``
@@ -36,7 +36,9 @@ def gemm_candidates(layer: Layer, net: Network) -> list[Candidate]:
     if threads <= 1 or n == 0 or k == 0 or w.dtype != np.float32:
         return []
     m = net.tensors[layer.inputs[0]].size // k
-    if m * n * k < MIN_WORK:
+    if m * n * k < MIN_WORK or _threads.for_work(m * n * k) > 1:
+        # (a layer the intra-op policy splits has its splits on the OpenMP pool and the Python team, timed
+        # as pools against each other: a third team beside them is not offered there)
         return []
     from srcore.plugin import native_team as NT
 
