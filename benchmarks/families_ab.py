@@ -33,7 +33,9 @@ with ``SRCORE_CPU_THREADED_BLAS=1`` (at more than one thread its unsplit product
 BLAS, as before 2026-11-28 noon, not on the calling thread), ``R+tightwait`` with ``SRCORE_TRT_LIKE_TIGHT_WAIT=1``
 (trt_like's run-time governor counting a team region at 1.5x its best as a wait, as before 2026-11-29), ``R+smallsplit``
 with ``SRCORE_TRT_LIKE_SMALL_SGEMM_SPLIT=1`` (trt_like's ``packed_sgemm_split`` offered on GEMMs from 4 M
-multiply-adds at more than one thread, below the intra-op policy's threshold too); suffixes chain
+multiply-adds at more than one thread, below the intra-op policy's threshold too), ``R+native`` with
+``SRCORE_TRT_LIKE_NATIVE_GEMM=1`` (trt_like's GEMMs under that threshold offered ``native_rows`` /
+``native_cols``, split over the native team); suffixes chain
 (``R+nomkl+nosplit``: the cpu plugin's products all on numpy's threaded BLAS). ``--cpu-time`` times each call in CPU
 time of the process (``time.process_time_ns``) instead of wall time: on a machine other jobs keep
 busy, the time a call waits for a core drops out (only the cache and memory contention stays);
@@ -73,7 +75,8 @@ SUFFIX_OFF = {"+nosimd": "SRCORE_CPU_SIMD_CONV", "+nomkl": "SRCORE_CPU_MKL", "+n
               "+nonativelayer": "SRCORE_CPU_NATIVE_LAYER"}
 #: runner name suffix -> the environment variable set to "1" while that runner loads
 SUFFIX_ON = {"+omp": "SRCORE_CPU_OMP_TEAM", "+tblas": "SRCORE_CPU_THREADED_BLAS",
-             "+tightwait": "SRCORE_TRT_LIKE_TIGHT_WAIT", "+smallsplit": "SRCORE_TRT_LIKE_SMALL_SGEMM_SPLIT"}
+             "+tightwait": "SRCORE_TRT_LIKE_TIGHT_WAIT", "+smallsplit": "SRCORE_TRT_LIKE_SMALL_SGEMM_SPLIT",
+             "+native": "SRCORE_TRT_LIKE_NATIVE_GEMM"}
 
 
 def peer_ratios(best: dict) -> dict:

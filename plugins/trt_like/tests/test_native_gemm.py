@@ -1,6 +1,7 @@
 """trt_like's GEMM layers split over the core's native team (tactics/native.py: ``native_rows``,
-``native_cols``; parts calling numpy's OpenBLAS without the GIL): against torch over shapes, two threads
-forced; when the builder offers them; an engine at two threads on them against torch."""
+``native_cols``; parts calling numpy's OpenBLAS without the GIL; offered with
+``SRCORE_TRT_LIKE_NATIVE_GEMM=1``): against torch over shapes, two threads forced; when the builder offers
+them; an engine at two threads on them against torch."""
 from __future__ import annotations
 
 import numpy as np
@@ -17,6 +18,11 @@ from srcore_trt_like.kernels import threads as parallel
 from srcore_trt_like.tactics import native as tactic
 
 pytestmark = pytest.mark.skipif(NT.sgemm_address() is None, reason="numpy's BLAS is not an ILP64 OpenBLAS")
+
+
+@pytest.fixture(autouse=True)
+def _offered(monkeypatch):
+    monkeypatch.setenv(tactic.ENV, "1")   # (opt-in: SRCORE_TRT_LIKE_NATIVE_GEMM=1)
 
 
 def _layer(m, n, k, seed=0, lead=()):
@@ -55,6 +61,9 @@ def test_offered_by_work_and_threads(monkeypatch):
     assert tactic.gemm_candidates(*mid) == []
     monkeypatch.setattr(parallel, "count", lambda: 2)
     assert [(c.name, c.blas) for c in tactic.gemm_candidates(*mid)] == [("native_rows", None), ("native_cols", None)]
+    monkeypatch.delenv(tactic.ENV)                     # not offered unless asked for
+    assert tactic.gemm_candidates(*mid) == []
+    monkeypatch.setenv(tactic.ENV, "1")
     assert tactic.gemm_candidates(*small) == []      # (65 K multiply-adds: under MIN_WORK)
     big = _layer(64, 1024, 1024)                       # 67 M: the intra-op policy splits it on its pools
     assert parallel.for_work(64 * 1024 * 1024) > 1 and tactic.gemm_candidates(*big) == []

@@ -7,9 +7,18 @@ OpenMP pool or the Python team): bert_encoder's 128 x 256 x 256 projections (~0.
 MKL's was not offered there, nor did it hold beside a busy core), while the cpu plugin's native split
 of them took 0.6x one thread (docs/performance-log.md, "Products of 0.2 ms split without the GIL"). The
 build's timing keeps it or not, never a vendor; ``exclude_tactics=["native_rows", "native_cols"]``
-leaves it out (``benchmarks.cell``'s ``trt_like_no_native``).
+leaves it out.
+
+**Offered only with** ``SRCORE_TRT_LIKE_NATIVE_GEMM=1`` (read at build; ``benchmarks.families_ab``'s runner
+suffix ``+native``): alone each projection timed faster split (the build kept ``native_cols`` on all sixteen of
+bert_encoder's), but in the engine, between regions on numba's OpenMP pool (``packed_sgemm_split``,
+``mkl_heads_omp``) whose workers spin on the same two cores as the native team's, bert_encoder's call took
+1.3x as long (17.9 against 13.7 ms, one process, loaded AMD EPYC: docs/performance-log.md, "the team in the
+core"). Per-layer timing does not see that; until the engine's teams are one, it is opt-in.
 """
 from __future__ import annotations
+
+import os
 
 import numpy as np
 
@@ -17,6 +26,7 @@ from ..builder.network import Layer, Network
 from ..kernels import threads as _threads
 from .records import Candidate, Kernel
 
+ENV = "SRCORE_TRT_LIKE_NATIVE_GEMM"
 #: products under this many multiply-adds are not offered: a part's hand-over costs a few microseconds
 MIN_WORK = 2_000_000
 
@@ -33,7 +43,7 @@ def gemm_candidates(layer: Layer, net: Network) -> list[Candidate]:
     w = layer.attrs["weight"]
     n, k = w.shape
     threads = _threads.count()
-    if threads <= 1 or n == 0 or k == 0 or w.dtype != np.float32:
+    if os.environ.get(ENV) != "1" or threads <= 1 or n == 0 or k == 0 or w.dtype != np.float32:
         return []
     m = net.tensors[layer.inputs[0]].size // k
     if m * n * k < MIN_WORK or _threads.for_work(m * n * k) > 1:
