@@ -128,6 +128,9 @@ _LAZY = {
     # numpy's OpenBLAS held at one thread during a backend's regions, one hold per process for every plugin
     # (srcore.blas.openblas: controller, enter, leave, one_thread, on_caller, user_threads, held_count)
     "openblas": "srcore.blas:openblas",
+    # split float32 products whose parts call numpy's OpenBLAS from compiled code without the GIL (srcore.blas.
+    # native_team: team, Team, Gemm, batched_parts, sgemm_address, EPILOGUE_SIG); numba on first use
+    "native_team": "srcore.blas:native_team",
     # the clock candidate kernels are timed on (srcore.clock: per_call_ns, wall_ns_waited, clock_for): the
     # calling thread's own time for one-thread candidates, wall time for threaded ones
     "clock": "srcore.clock",

@@ -83,6 +83,8 @@ CONV_TACTICS = ("gemm_1x1", "im2col_gemm", "im2col_gemm_team", "packed_gemm", "w
 OTHER_TACTICS = ("packed_gemm_max_pool", "mkl_packed", "mkl_split", "mkl", "numba", "numba_512", "numba_split", "numpy",
                  "numba_heads", "mkl_heads_team", "mkl_heads_omp",
                  "numpy_split", "segment",
+                 # GEMMs split over the core's native team at more than one thread (tactics/native.py)
+                 "native_rows", "native_cols",
                  "int8_sgemm", "int8_dgemm", "int8_simd",
                  # small stride-1 1-D convs (tactics/conv1d.py)
                  "conv1d_simd",
