@@ -195,3 +195,17 @@ def test_no_warm_up_leaves_the_first_call_cold():
     _, first = profile(sm, X)
     if _ADAPTIVE:
         assert cold(first)
+
+
+def test_the_writer_waits_from_the_load_and_ends_with_a_module_never_called(model_file, cache, monkeypatch):
+    import gc
+
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    sm = srcore.StaticModule(srcore.load(model_file), srcore.Options(prepared_cache=True))
+    writer = sm._writer.thread
+    assert writer.is_alive() and writer.daemon   # started by the load: the first call only sets its event
+    del sm
+    gc.collect()
+    writer.join(30)
+    assert not writer.is_alive()
+    assert not (cache / "prepared").exists() or not list((cache / "prepared").glob("*/*.srm"))

@@ -97,9 +97,11 @@ class StaticModule:
         schemas = registry.schemas
         clock.stage("plugins")
         #: the prepared-model cache's part in this load: "hit" (the graph came prepared from it), "miss" (it
-        #: will be kept there after the first call), None (not cached: ``srcore.runtime.prepared_cache``)
+        #: will be kept there after the first call, unless nothing is written: PYTHONDONTWRITEBYTECODE), None
+        #: (not cached: ``srcore.runtime.prepared_cache``)
         self.prepared_cache = None
         self._cache_entry = None
+        self._writer = None
         self._loading = True   # a warm-up call is no first call (``_keep_prepared``)
         cacheable = options.prepared_cache and options.optimize and not options.engine_options \
             and not any(b in registry.engine_builders for b in options.backends)
@@ -260,6 +262,10 @@ class StaticModule:
                 clock.stage("signature")
             except SrcoreError:   # the first call with these inputs reports it, as for any other
                 self.declared_inputs = None
+        if self._cache_entry is not None:   # its writer, waiting for the first call (before the warm-up: the
+            from .prepared_cache import Writer   # first call finds its caches as the warm-up left them)
+
+            self._writer = Writer(self, self._cache_entry)
         if self.declared_inputs is not None:
             # and this thread's runtime (entry point, arenas, the signature's buffers): the first
             # call made from here is then a steady call (other threads build theirs on first use)
@@ -301,7 +307,7 @@ class StaticModule:
             if rec is not None:
                 self.prepared_cache = "hit"
                 return cached, graph, specs, names, input_types, rec
-        # nothing is written under PYTHONDONTWRITEBYTECODE (``write_later``): then no first call hands an entry over
+        # nothing is written under PYTHONDONTWRITEBYTECODE: then no first call hands an entry over
         self.prepared_cache, self._cache_entry = "miss", (None if sys.dont_write_bytecode else entry)
         return None
 
@@ -312,11 +318,9 @@ class StaticModule:
         if self._loading:
             return
         with self._lock:
-            entry, self._cache_entry = self._cache_entry, None
-        if entry is not None:
-            from .prepared_cache import write_later
-
-            write_later(self, entry)
+            writer, self._writer, self._cache_entry = self._writer, None, None
+        if writer is not None:
+            writer.go()
 
     # -- engines ---------------------------------------------------------------------------
     def warmup(self, *profiles, **shapes) -> list[tuple[str, tuple]]:
