@@ -63,7 +63,7 @@ _SOURCE_PACKAGES = ("ir", "ops", "passes", "runtime")
 _sources: "weakref.WeakKeyDictionary[Any, tuple]" = weakref.WeakKeyDictionary()
 _source_state: list[str] = []
 #: entry path -> the thread writing it (:class:`Writer`)
-_writing: dict[str, threading.Thread] = {}
+_writing: dict[str, "Writer"] = {}
 _writing_lock = threading.Lock()
 
 
@@ -196,8 +196,9 @@ def read(entry: str) -> Any:
     """The model kept at ``entry``, or None (absent, truncated, corrupt: the load prepares as usual). An entry
     this process is writing is waited for (a second load of a file in one process reads what the first made)."""
     writer = _writing.get(entry)
-    if writer is not None and writer is not threading.current_thread():
-        writer.join()
+    if writer is not None and writer.thread is not threading.current_thread():
+        writer.now.set()
+        writer.thread.join()
     try:
         os.stat(entry)
     except OSError:
@@ -214,8 +215,9 @@ def read(entry: str) -> Any:
 
 class Writer:
     """The thread that writes a module's entry. Started by the load (``StaticModule``), it waits, holding no
-    interpreter lock, until :meth:`go` tells it the module's first call has returned, then writes: no call waits
-    for the write (~half of a cold first call's time, printing the prepared graph and parsing it back), and the
+    interpreter lock, until :meth:`go` tells it the module's first call has returned, then, :data:`WRITE_DELAY`
+    later, writes: no call waits for the write (~half of a cold first call's time, printing the prepared graph and
+    parsing it back; it takes the interpreter lock from the calls meanwhile, so not right after the first), and the
     first call pays for no thread start either (``Thread.start`` waits for the new thread to run: milliseconds
     on a busy machine), only for setting an event. A daemon thread, so that a process whose module is never
     called does not wait for it (a module dropped uncalled ends it); the writes begun are waited for at exit,
@@ -228,6 +230,8 @@ class Writer:
         self._module = weakref.ref(sm)
         self._event = threading.Event()
         self._write = False
+        #: set: write without waiting :data:`WRITE_DELAY` first
+        self.now = threading.Event()
         weakref.finalize(sm, self._event.set)
         if not _at_exit:
             import atexit
@@ -241,7 +245,7 @@ class Writer:
         """Write now (the module's first call has returned), unless this process writes the entry already."""
         with _writing_lock:
             if self.entry not in _writing:
-                _writing[self.entry] = self.thread
+                _writing[self.entry] = self
                 self._write = True
         self._event.set()
 
@@ -249,6 +253,10 @@ class Writer:
         self._event.wait()
         if not self._write:   # the module went uncalled, or another wrote the entry
             return
+        # the write holds the interpreter lock for milliseconds: not while the calls right after the first run
+        # (it took the lock from the first and second calls, 3.5-10 ms each at load 11-20), unless someone
+        # waits for it (the process's exit, a load of the same entry, :func:`wait_for_writes`)
+        self.now.wait(WRITE_DELAY)
         try:
             sm = self._module()
             if sm is not None:
@@ -262,6 +270,8 @@ class Writer:
 
 
 _at_exit = False
+#: seconds a writer waits after the module's first call before it writes (unless waited for)
+WRITE_DELAY = 1.0
 
 
 def wait_for_writes(timeout: float | None = None) -> bool:
@@ -270,7 +280,8 @@ def wait_for_writes(timeout: float | None = None) -> bool:
 
     deadline = None if timeout is None else time.monotonic() + timeout
     for writer in list(_writing.values()):
-        writer.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        writer.now.set()
+        writer.thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
     return not _writing
 
 
