@@ -197,7 +197,7 @@ def read(entry: str) -> Any:
     this process is writing is waited for (a second load of a file in one process reads what the first made)."""
     writer = _writing.get(entry)
     if writer is not None and writer.thread is not threading.current_thread():
-        writer.now.set()
+        writer.hurry()
         writer.thread.join()
     try:
         os.stat(entry)
@@ -214,24 +214,23 @@ def read(entry: str) -> Any:
 
 
 class Writer:
-    """The thread that writes a module's entry. Started by the load (``StaticModule``), it waits, holding no
-    interpreter lock, until :meth:`go` tells it the module's first call has returned, then, :data:`WRITE_DELAY`
-    later, writes: no call waits for the write (~half of a cold first call's time, printing the prepared graph and
-    parsing it back; it takes the interpreter lock from the calls meanwhile, so not right after the first), and the
-    first call pays for no thread start either (``Thread.start`` waits for the new thread to run: milliseconds
-    on a busy machine), only for setting an event. A daemon thread, so that a process whose module is never
-    called does not wait for it (a module dropped uncalled ends it); the writes begun are waited for at exit,
-    so even a one-call script leaves its entry; a process killed meanwhile leaves none (or a stray temporary
-    file), never half an entry."""
+    """The thread that writes a module's entry. Started by the load (``StaticModule``), it polls, holding no
+    interpreter lock between polls, until :meth:`go` has told it the module's first call returned, then writes,
+    :data:`WRITE_DELAY` later: no call waits for the write (~half of a cold first call's time, printing the
+    prepared graph and parsing it back; it takes the interpreter lock from the calls running meanwhile, so not
+    right after the first), and the first call pays for no thread start (``Thread.start`` waits for the new
+    thread to run: milliseconds on a busy machine) nor a wake-up (the woken thread took the interpreter lock from
+    the first call: 1.9 ms of a 50 us call), only for setting a flag. A daemon thread, so that a process whose
+    module is never called does not wait for it (a module dropped uncalled ends it); the writes begun are waited
+    for at exit, so even a one-call script leaves its entry; a process killed meanwhile leaves none (or a stray
+    temporary file), never half an entry."""
 
     def __init__(self, sm: Any, entry: str):
         global _at_exit
         self.entry = entry
         self._module = weakref.ref(sm)
-        self._event = threading.Event()
+        self._event = threading.Event()   # set: look now (the module was dropped, or someone waits)
         self._write = False
-        #: set: write without waiting :data:`WRITE_DELAY` first
-        self.now = threading.Event()
         weakref.finalize(sm, self._event.set)
         if not _at_exit:
             import atexit
@@ -242,21 +241,21 @@ class Writer:
         self.thread.start()
 
     def go(self) -> None:
-        """Write now (the module's first call has returned), unless this process writes the entry already."""
+        """The module's first call has returned: write (unless this process writes the entry already)."""
         with _writing_lock:
             if self.entry not in _writing:
                 _writing[self.entry] = self
                 self._write = True
+
+    def hurry(self) -> None:
+        """Write now, without waiting for the next poll and :data:`WRITE_DELAY`."""
         self._event.set()
 
     def _run(self) -> None:
-        self._event.wait()
-        if not self._write:   # the module went uncalled, or another wrote the entry
-            return
-        # the write holds the interpreter lock for milliseconds: not while the calls right after the first run
-        # (it took the lock from the first and second calls, 3.5-10 ms each at load 11-20), unless someone
-        # waits for it (the process's exit, a load of the same entry, :func:`wait_for_writes`)
-        self.now.wait(WRITE_DELAY)
+        while not self._write:
+            if self._event.wait(WRITE_DELAY) and not self._write:
+                return   # the module went uncalled
+        self._event.wait(WRITE_DELAY)
         try:
             sm = self._module()
             if sm is not None:
@@ -270,7 +269,8 @@ class Writer:
 
 
 _at_exit = False
-#: seconds a writer waits after the module's first call before it writes (unless waited for)
+#: seconds between a writer's polls, and from the poll that finds the first call returned to the write (unless
+#: waited for)
 WRITE_DELAY = 1.0
 
 
@@ -280,7 +280,7 @@ def wait_for_writes(timeout: float | None = None) -> bool:
 
     deadline = None if timeout is None else time.monotonic() + timeout
     for writer in list(_writing.values()):
-        writer.now.set()
+        writer.hurry()
         writer.thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
     return not _writing
 
