@@ -24,7 +24,7 @@ from ..errors import ShapeError, SrcoreError, SrcoreInputError, UnknownBackendEr
 from ..ir.graph import Graph
 from ..ir.types import TensorType, Type
 from ..memory.planner import TensorRequest, Lifetime, lower_bound, make_planner, no_reuse_bytes
-from .inputs import ScalarSpec
+from .inputs import is_scalar_spec
 from .inputs import input_types as input_types_of
 from .lru import LRU, MAX_SIGNATURES
 from ..plugin.types import KERNEL_KINDS
@@ -609,6 +609,8 @@ def _unpack(model) -> tuple[Any, tuple, tuple[str, ...]]:
             if isinstance(t, TensorType):
                 specs.append(InputSpec(name, t.dtype, t.shape))
             else:
+                from .scalar_spec import ScalarSpec
+
                 specs.append(ScalarSpec(name, t))
         model_graph = model
     elif hasattr(model, "graph") and hasattr(model, "input_specs"):
@@ -619,7 +621,11 @@ def _unpack(model) -> tuple[Any, tuple, tuple[str, ...]]:
             specs = []
             for i, v in enumerate(model_graph.inputs):
                 s = by_name.get(v.name)
-                specs.append(s if s is not None else ScalarSpec(v.name or f"input{i}", v.type))
+                if s is None:
+                    from .scalar_spec import ScalarSpec
+
+                    s = ScalarSpec(v.name or f"input{i}", v.type)
+                specs.append(s)
     else:
         raise SrcoreError(f"StaticModule needs a srcore.Model or a srcore.ir.Graph, not {type(model).__name__}")
     return model_graph, tuple(specs), tuple(s.name for s in specs)
@@ -714,7 +720,7 @@ def _declared_inputs(specs) -> tuple[np.ndarray, ...] | None:
     shape and numpy dtype, i.e. the one signature the model accepts; else None."""
     arrays = []
     for s in specs:
-        if isinstance(s, ScalarSpec) or s.shape is None or not all(type(d) is int for d in s.shape):
+        if is_scalar_spec(s) or s.shape is None or not all(type(d) is int for d in s.shape):
             return None
         try:
             dt = np.dtype(s.dtype) if s.dtype is not None else None
@@ -727,7 +733,7 @@ def _declared_inputs(specs) -> tuple[np.ndarray, ...] | None:
 
 
 def _spec_type(spec) -> Type:
-    if isinstance(spec, ScalarSpec):
+    if is_scalar_spec(spec):
         return spec.type
     return TensorType(spec.dtype, spec.shape)
 

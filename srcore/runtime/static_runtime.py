@@ -12,10 +12,10 @@ import numpy as np
 
 from .._attrs_code_cache import compile_exec
 from ..errors import KernelError, SrcoreError
-from ..ir.types import DictType, ListType
+from ..ir.types import ListType, lazy_type
 from .arena import BlockArena, aligned_slab, make_view
-from .inputs import (ScalarSpec, as_arrays, bind, check, flatten_structured, has_foreign_byte_order,
-                     input_types, to_native_byte_order)
+from .inputs import (as_arrays, bind, check, flatten_structured, has_foreign_byte_order,
+                     input_types, is_scalar_spec, to_native_byte_order)
 from .static_module import _nbytes
 
 if TYPE_CHECKING:
@@ -44,11 +44,11 @@ class StaticRuntime:
         self.module = module
         self.arenas = [BlockArena(module, b.index) for b in module.blocks]
         self._key: Any = None
-        self._tensor_inputs = tuple(not isinstance(s, ScalarSpec) for s in module.input_specs)
+        self._tensor_inputs = tuple(not is_scalar_spec(s) for s in module.input_specs)
         # torch's Python API hands a scripted model copies of its list/dict inputs: a model that writes
         # into one (``d[1] = a``) leaves the caller's unchanged, so srcore copies them too
         self._container_inputs = tuple(i for i, s in enumerate(module.input_specs)
-                                       if isinstance(s, ScalarSpec) and isinstance(s.type, (ListType, DictType)))
+                                       if is_scalar_spec(s) and isinstance(s.type, (ListType, lazy_type("DictType"))))
         self._n_inputs = len(module.input_specs)
         # a torch.export model with list/dict arguments: calls as torch takes them are flattened
         # (the structure parsed once per module, not per runtime)
