@@ -16,10 +16,50 @@ import numpy as np
 from srcore.plugin import KernelError
 
 from ..builder.network import Layer, Network
-from ..kernels.layout_copy import channels_last_into
+from ..kernels.layout_copy import channels_last_into, transpose_tiles
 from ..kernels.rows import max_rows
 
 f32 = np.float32
+
+
+def batched_transpose(perm, shape) -> tuple[int, int, int] | None:
+    """``(b, m, n)`` when transposing ``shape`` by ``perm`` is, in memory, ``b`` transposes of an
+    (m, n) matrix: the dims (size-1 ones left out) form three runs, the first kept in place and the
+    other two swapped (NCHW -> NHWC: b = N, m = C, n = H * W); None otherwise."""
+    at = {d: i for i, d in enumerate(d for d in range(len(shape)) if shape[d] != 1)}
+    kept = [at[d] for d in perm if d in at]     # the dims of size > 1, numbered among themselves
+    runs: list[list[int]] = []
+    for d in kept:
+        if runs and d == runs[-1][-1] + 1:
+            runs[-1].append(d)
+        else:
+            runs.append([d])
+    if len(runs) == 3 and runs[0][0] == 0 and runs[2][0] == runs[0][-1] + 1:
+        lead, second, first = runs
+    elif len(runs) == 2 and runs[1][0] == 0:
+        lead, (second, first) = [], runs
+    else:
+        return None
+    dims = sorted(at, key=at.get)
+    size = lambda run: math.prod(shape[dims[i]] for i in run)   # noqa: E731
+    return size(lead), size(first), size(second)
+
+
+def permute_tiles(layer: Layer, net: Network):
+    """A float32 ``permute`` that is a batch of matrix transposes (:func:`batched_transpose`) as one
+    compiled tiled copy (:func:`..kernels.layout_copy.transpose_tiles`), timed against numpy's
+    transposed copy: numpy's is faster on most shapes, several times slower where the source's rows
+    are a multiple of 4 KiB apart (a detection head's 75x32x32, a 128x32x32 NCHW -> NHWC)."""
+    x, o = layer.inputs[0], layer.outputs[0]
+    if net.tensors[x].storage != np.float32 or net.tensors[o].storage != np.float32:
+        return None
+    bmn = batched_transpose(tuple(layer.attrs["perm"]), net.shape(x))
+    if bmn is None or bmn[1] == 1 or bmn[2] == 1:
+        return None
+
+    def run(x, out):
+        transpose_tiles(x, out, *bmn)
+    return run
 
 
 def cat(layer: Layer, net: Network):

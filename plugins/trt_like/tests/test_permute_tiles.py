@@ -1,0 +1,94 @@
+"""The ``transpose_tiles`` tactic of a float32 ``permute`` that is a batch of matrix transposes
+(``tactics/data.py`` batched_transpose, ``kernels/layout_copy.py`` transpose_tiles): which
+permutes it takes, its copy against numpy's transposed copy over shapes and tile edges, and in an
+engine (a detection head's decoding permute, NCHW -> NHWC of a 32x32 map) against torch."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import srcore
+from srcore_trt_like.kernels.layout_copy import transpose_tiles
+from srcore_trt_like.tactics.data import batched_transpose
+
+torch = pytest.importorskip("torch")
+nn = torch.nn
+TRT = ("trt_like", "cpu")
+
+
+def test_which_permutes_are_batched_transposes():
+    assert batched_transpose((0, 1, 3, 4, 2), (1, 3, 25, 32, 32)) == (3, 25, 1024)   # a YOLO head's
+    assert batched_transpose((0, 2, 3, 1), (2, 64, 7, 9)) == (2, 64, 63)              # NCHW -> NHWC
+    assert batched_transpose((0, 3, 1, 2), (2, 7, 9, 64)) == (2, 63, 64)              # NHWC -> NCHW
+    assert batched_transpose((1, 0), (5, 7)) == (1, 5, 7)
+    assert batched_transpose((2, 0, 1), (2, 3, 4)) == (1, 6, 4)
+    assert batched_transpose((0, 2, 1, 3), (2, 1, 5, 3)) is None       # a size-1 dim moved: a copy
+    assert batched_transpose((1, 0, 2), (2, 3, 4)) is None             # rows kept whole: not this kind
+    assert batched_transpose((0, 1, 2), (2, 3, 4)) is None
+    assert batched_transpose((2, 1, 0), (2, 3, 4)) is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(shape=st.lists(st.integers(1, 40), min_size=2, max_size=5), data=st.data())
+def test_the_tiled_copy_is_numpys_transposed_copy(shape, data):
+    perm = data.draw(st.permutations(range(len(shape))))
+    bmn = batched_transpose(tuple(perm), tuple(shape))
+    if bmn is None:
+        return
+    x = np.random.default_rng(len(shape)).standard_normal(shape).astype(np.float32)
+    x.reshape(-1)[:: 7] = np.nan
+    out = np.full(x.transpose(perm).shape, 7.0, np.float32)
+    transpose_tiles(x, out, *bmn)
+    np.testing.assert_array_equal(out, x.transpose(perm))
+
+
+@pytest.mark.parametrize("m,n", [(25, 1024), (16, 64), (17, 65), (1, 3), (33, 129)])
+def test_tile_edges(m, n):
+    x = np.arange(3 * m * n, dtype=np.float32).reshape(3, m, n)
+    out = np.empty((3, n, m), np.float32)
+    transpose_tiles(x, out, 3, m, n)
+    np.testing.assert_array_equal(out, x.transpose(0, 2, 1))
+
+
+class Decode(nn.Module):
+    """A YOLO head's view + permute, and an NCHW -> NHWC permute of a 32x32 map."""
+
+    def __init__(self):
+        super().__init__()
+        self.head = nn.Conv2d(8, 3 * 7, 1)
+
+    def forward(self, x):
+        p = self.head(x)
+        b, _, h, w = p.shape
+        p = p.view(b, 3, 7, h, w).permute(0, 1, 3, 4, 2).sigmoid()
+        return p * 2.0, x.permute(0, 2, 3, 1) + 1.0
+
+
+def test_an_engine_on_the_tiled_permute_matches_torch():
+    torch.manual_seed(0)
+    m = Decode().eval()
+    x = torch.randn(2, 8, 32, 32)
+    model = srcore.from_torchscript(torch.jit.script(m), (x,))
+    opts = {"exclude_tactics": ("numpy", "segment")}
+    sm = srcore.StaticModule(model, options=srcore.Options(backends=TRT, engine_options=opts))
+    layers = [line.strip() for e in sm.partition.engines for line in e.description.splitlines()[1:]]
+    assert sum("[transpose_tiles]" in line for line in layers) == 2, layers
+    with torch.no_grad():
+        want = m(x)
+    for _ in range(2):
+        got = sm(x.numpy())
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w.numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_every_batched_transpose_of_small_ranks_is_found():
+    """Every permute that moves one run of dims past the run after it is taken."""
+    for nd in (2, 3, 4):
+        shape = tuple(range(2, 2 + nd))
+        for a, b in itertools.combinations(range(nd), 2):   # dims [0, a) stay, [a, b) and [b, nd) swap
+            perm = (*range(a), *range(b, nd), *range(a, b))
+            assert batched_transpose(perm, shape) is not None, perm
