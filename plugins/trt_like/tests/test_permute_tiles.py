@@ -93,3 +93,35 @@ def test_every_batched_transpose_of_small_ranks_is_found():
         for a, b in itertools.combinations(range(nd), 2):   # dims [0, a) stay, [a, b) and [b, nd) swap
             perm = (*range(a), *range(b, nd), *range(a, b))
             assert batched_transpose(perm, shape) is not None, perm
+
+
+class SmallPermutes(nn.Module):
+    def forward(self, x):
+        a = torch.sigmoid(x).permute(0, 2, 3, 1) * 2.0     # NCHW -> NHWC: a batch of transposes
+        b = (x + 1.0).permute(0, 2, 1, 3) - 0.5             # rows kept whole: a loop nest
+        return a, b
+
+
+def test_a_compiled_segment_transposes_through_the_tiles(monkeypatch):
+    from srcore_trt_like.tactics import segment
+
+    sources = []
+    generate = segment.generate_source
+
+    def spy(layer, net):
+        sources.append(generate(layer, net))
+        return sources[-1]
+    monkeypatch.setattr(segment, "generate_source", spy)
+    m = SmallPermutes().eval()
+    x = torch.randn(2, 9, 5, 11)
+    x[0, 1, 2, 3] = float("nan")
+    model = srcore.from_torchscript(torch.jit.script(m), (x,))
+    sm = srcore.StaticModule(model, options=srcore.Options(backends=TRT, engine_options={"timing": False}))
+    assert "segment -> " in sm.partition.format(), sm.partition.format()
+    assert sum(src.count("transpose_tiles(t") for src in sources) == 1, sources
+    with torch.no_grad():
+        want = m(x)
+    for _ in range(2):
+        got = sm(x.numpy())
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w.numpy(), rtol=1e-6, atol=1e-6, equal_nan=True)
