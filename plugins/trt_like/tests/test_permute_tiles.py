@@ -125,3 +125,20 @@ def test_a_compiled_segment_transposes_through_the_tiles(monkeypatch):
         got = sm(x.numpy())
         for g, w in zip(got, want):
             np.testing.assert_allclose(g, w.numpy(), rtol=1e-6, atol=1e-6, equal_nan=True)
+
+
+@settings(max_examples=40, deadline=None)
+@given(lead=st.integers(1, 3), c=st.integers(1, 30), s=st.integers(1, 70), before=st.integers(0, 9),
+       after=st.integers(0, 9))
+def test_a_transpose_into_a_cats_slice(lead, c, s, before, after):
+    """``transpose_into``: each NCHW piece written NHWC into its slice of a row of the cat's output
+    (``tactics/data.py`` cat, a folded permute), the values around it untouched."""
+    from srcore_trt_like.kernels.layout_copy import transpose_into
+
+    x = np.random.default_rng(c * s).standard_normal((lead, c, s)).astype(np.float32)
+    rest = before + s * c + after
+    out = np.full((lead, rest), 7.0, np.float32)
+    transpose_into(x, out, lead, c, s, rest, before)
+    want = np.full((lead, rest), 7.0, np.float32)
+    want[:, before:before + s * c] = x.transpose(0, 2, 1).reshape(lead, -1)
+    np.testing.assert_array_equal(out, want)

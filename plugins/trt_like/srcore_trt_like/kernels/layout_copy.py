@@ -38,7 +38,15 @@ def _zip8(r0, r1, r2, r3, r4, r5, r6, r7):
 @numba.njit(**JIT)
 def transpose_tiles(x, out, b, m, n):
     """``x`` seen as (b, m, n) and ``out`` as (b, n, m), both C-contiguous: ``out[i, k, j] =
-    x[i, j, k]`` (a ``permute`` that moves a group of dims past another, NCHW -> NHWC). Blocks of
+    x[i, j, k]`` (a ``permute`` that moves a group of dims past another, NCHW -> NHWC)."""
+    transpose_into(x, out, b, m, n, n * m, 0)
+
+
+@numba.njit(**JIT)
+def transpose_into(x, out, b, m, n, stride, off):
+    """``x`` seen as (b, m, n), both C-contiguous: ``out.flat[i * stride + off + k * m + j] =
+    x[i, j, k]``: each of the ``b`` transposed (n, m) matrices written at ``off`` in its row of
+    ``stride`` elements of ``out`` (a cat's slice, :func:`channels_last_into`'s job). Blocks of
     8 x 8 go through registers: 8 row loads, three perfect-shuffle stages, 8 row stores; the edges
     (m or n not a multiple of 8) are copied one value at a time. numpy's transposed copy walks the
     source in the destination's order: with rows 4 KiB apart (32x32 planes) its reads all map to
@@ -48,7 +56,7 @@ def transpose_tiles(x, out, b, m, n):
     like = vsplat(tag, 0.0)
     m8, n8 = m - m % 8, n - n % 8
     for i in range(b):
-        xb, ob = i * m * n, i * n * m
+        xb, ob = i * m * n, i * stride + off
         for j in range(0, m8, 8):
             xr = xb + j * n
             for k in range(0, n8, 8):

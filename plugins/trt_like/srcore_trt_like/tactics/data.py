@@ -16,7 +16,7 @@ import numpy as np
 from srcore.plugin import KernelError
 
 from ..builder.network import Layer, Network
-from ..kernels.layout_copy import channels_last_into, transpose_tiles
+from ..kernels.layout_copy import channels_last_into, transpose_into, transpose_tiles
 from ..kernels.rows import max_rows
 
 f32 = np.float32
@@ -75,9 +75,11 @@ def cat(layer: Layer, net: Network):
         return run
     # a permute folded in (builder/fusion.py fuse_cat_permute): its input transposed into the slice.
     # A move of one dim to last whose leading dims are the cat's (NCHW -> NHWC): one compiled copy
-    # (numpy's transposed copy cost 1.3 us on 2x15x8x8); any other, numpy into the slice seen in the
-    # permuted shape (a view: fuse_cat_permute checked the shapes)
+    # (numpy's transposed copy cost 1.3 us on 2x15x8x8), of float32 through 8 x 8 register blocks
+    # (transpose_into); any other, numpy into the slice seen in the permuted shape (a view:
+    # fuse_cat_permute checked the shapes)
     out_shape = net.shape(layer.outputs[0])
+    f32 = net.tensors[layer.outputs[0]].storage == np.float32
     lead, inner = math.prod(out_shape[:dim]), math.prod(out_shape[dim + 1:])
     copies = []
     for i, (key, p) in enumerate(zip(keys, permuted)):
@@ -87,12 +89,16 @@ def cat(layer: Layer, net: Network):
             q = next((k for k in range(len(perm)) if perm[k] != k), len(perm))
             if perm == (*range(q), *range(q + 1, len(perm)), q) and math.prod(x_shape[:q]) == lead:
                 fast = (lead, x_shape[q], math.prod(x_shape[q + 1:]), bounds[i] * inner)
+                if f32:
+                    fast = (*fast[:3], math.prod(out_shape) // max(lead, 1), fast[3])
         copies.append((key, p, fast))
 
     def run(*arrays):
         out = arrays[-1]
         for (key, p, fast), x in zip(copies, arrays[:-1]):
-            if fast is not None:
+            if fast is not None and len(fast) == 5:
+                transpose_into(x, out, *fast)
+            elif fast is not None:
                 channels_last_into(x, out, *fast)
             elif p is None:
                 out[key] = x
