@@ -99,7 +99,8 @@ class SmallPermutes(nn.Module):
     def forward(self, x):
         a = torch.sigmoid(x).permute(0, 2, 3, 1) * 2.0     # NCHW -> NHWC: a batch of transposes
         b = (x + 1.0).permute(0, 2, 1, 3) - 0.5             # rows kept whole: a loop nest
-        return a, b
+        c = x.permute(0, 3, 1, 2) * 3.0                     # the segment's (read-only) argument
+        return a, b, c
 
 
 def test_a_compiled_segment_transposes_through_the_tiles(monkeypatch):
@@ -118,7 +119,7 @@ def test_a_compiled_segment_transposes_through_the_tiles(monkeypatch):
     model = srcore.from_torchscript(torch.jit.script(m), (x,))
     sm = srcore.StaticModule(model, options=srcore.Options(backends=TRT, engine_options={"timing": False}))
     assert "segment -> " in sm.partition.format(), sm.partition.format()
-    assert sum(src.count("transpose_tiles(t") for src in sources) == 1, sources
+    assert sum(src.count("transpose_tiles(t") for src in sources) == 2, sources
     with torch.no_grad():
         want = m(x)
     for _ in range(2):
