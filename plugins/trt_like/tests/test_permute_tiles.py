@@ -143,3 +143,18 @@ def test_a_transpose_into_a_cats_slice(lead, c, s, before, after):
     want = np.full((lead, rest), 7.0, np.float32)
     want[:, before:before + s * c] = x.transpose(0, 2, 1).reshape(lead, -1)
     np.testing.assert_array_equal(out, want)
+
+
+def test_the_tactic_on_a_strided_array_copies_as_numpy():
+    from srcore_trt_like.builder.network import Network
+    from srcore_trt_like.tactics.data import permute_tiles
+
+    net = Network()
+    x = net.new_tensor((2, 9, 17), "x")
+    net.inputs.append(x)
+    net.add("permute", [x], (2, 17, 9), perm=(0, 2, 1))
+    run = permute_tiles(net.layers[-1], net)
+    base = np.random.default_rng(1).standard_normal((2, 9, 34)).astype(np.float32)
+    out = np.empty((2, 17, 9), np.float32)
+    run(base[:, :, ::2], out)
+    np.testing.assert_array_equal(out, base[:, :, ::2].transpose(0, 2, 1))

@@ -57,8 +57,13 @@ def permute_tiles(layer: Layer, net: Network):
     if bmn is None or bmn[1] == 1 or bmn[2] == 1:
         return None
 
+    perm = tuple(layer.attrs["perm"])
+
     def run(x, out):
-        transpose_tiles(x, out, *bmn)
+        if x.flags.c_contiguous:
+            transpose_tiles(x, out, *bmn)
+        else:   # (a caller's strided input: the kernel reads flat memory)
+            np.copyto(out, x.transpose(perm))
     return run
 
 
