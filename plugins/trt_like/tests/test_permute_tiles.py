@@ -158,3 +158,11 @@ def test_the_tactic_on_a_strided_array_copies_as_numpy():
     out = np.empty((2, 17, 9), np.float32)
     run(base[:, :, ::2], out)
     np.testing.assert_array_equal(out, base[:, :, ::2].transpose(0, 2, 1))
+
+
+def test_the_benchmark_prints_every_case(capsys):
+    from benchmarks import permute_copy
+
+    permute_copy.main(["--rounds", "1", "--calls", "2"])
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 1 + len(permute_copy.CASES) and all(c[0] in "\n".join(lines) for c in permute_copy.CASES)
