@@ -97,7 +97,9 @@ OTHER_TACTICS = ("packed_gemm_max_pool", "mkl_packed", "mkl_split", "mkl", "numb
                  # GEMMs on the packed-panel numba SGEMM (tactics/sgemm.py)
                  "packed_sgemm", "packed_sgemm16",
                  # ... split over the OpenMP team at more than one intra-op thread (kernels/sgemm_split.py)
-                 "packed_sgemm_split", "packed_sgemm16_split")
+                 "packed_sgemm_split", "packed_sgemm16_split",
+                 # permutes that are batches of matrix transposes, through 8 x 8 register blocks (tactics/data.py)
+                 "transpose_tiles")
 
 
 def tactic_names() -> list[str]:

@@ -33,12 +33,13 @@ from numba import types
 
 from ..builder.network import Layer, Network
 from ..builder.plan import SEGMENT_AT, Plan, Step, explain_segment
-from ..kernels import fastmath, rows, select
+from ..kernels import fastmath, layout_copy, rows, select
 from ..pointwise.cache import _write_source
 from ..pointwise.codegen import _Consts, _runtime_tag
 from ..pointwise.expr import Const, Input
 from ..pointwise.ops import OPS
 from . import pointwise as pointwise_tactics
+from .data import batched_transpose
 from .timing import best_times, random_input
 
 log = logging.getLogger("srcore.trt_like")
@@ -688,7 +689,14 @@ def _expand(c: _Code, layer: Layer, net: Network) -> None:
 
 
 def _permute(c: _Code, layer: Layer, net: Network) -> None:
+    """A float32 batch of matrix transposes by ``transpose_tiles`` (8 x 8 register blocks; a loop
+    nest in the output's order reads a 75x32x32 map's rows 4 KiB apart, all in one L1 set), any
+    other permute a loop nest."""
     (x,), (o,), perm = layer.inputs, layer.outputs, layer.attrs["perm"]
+    bmn = batched_transpose(tuple(perm), net.shape(x))
+    if net.tensors[x].dtype == "float32" and bmn is not None and min(bmn[1:]) > 1:
+        c.add(f"transpose_tiles(t{x}, t{o}, {bmn[0]}, {bmn[1]}, {bmn[2]})")
+        return
     names = c.loops(net.shape(o))
     src = [""] * len(perm)
     for d, p in enumerate(perm):
@@ -912,6 +920,7 @@ def generate_source(layer: Layer, net: Network) -> str:
               ("from srcore_trt_like.kernels.rows import log_softmax_rows, max_rows, softmax_rows, "
                "softmax_rows_biased, softmax_short_rows"),
               "from srcore_trt_like.kernels.select import kth_smallest",
+              "from srcore_trt_like.kernels.layout_copy import transpose_tiles",
               ("from srcore_trt_like.kernels.simd import vfma, vload, vload_lanes, vsplat, vstore, vstore_lanes, "
                "vzero"),
               "from srcore_trt_like.pointwise import ops", "", *c.const.lines, "", "",
@@ -996,7 +1005,7 @@ def _rows_tag() -> str:
     """The code of the kernels a segment calls (the row kernels, the selection), which a cached
     segment depends on (numba's cache does not look at callees)."""
     digest = hashlib.sha256()
-    for mod in (rows, select):
+    for mod in (rows, select, layout_copy):
         digest.update(Path(mod.__file__).read_bytes())
     return digest.hexdigest()[:16]
 

@@ -64,6 +64,7 @@ TACTICS: tuple[Tactic, ...] = (
     Tactic("group_norm", "numba_split", nn.group_norm_split_candidates, threaded=nn.split_groups),
     Tactic("group_norm", "numpy", simple("numpy", numpy_layers.group_norm)),
     Tactic("matmul", "numpy", simple("numpy", numpy_layers.matmul, blas="openblas")),
+    Tactic("permute", "transpose_tiles", simple("transpose_tiles", data.permute_tiles)),
     Tactic("permute", "numpy", simple("numpy", numpy_layers.permute)),
     Tactic("strided", "numpy", simple("numpy", numpy_layers.strided)),
     Tactic("roll", "numpy", simple("numpy", numpy_layers.roll)),
