@@ -95,6 +95,8 @@ ENGINE_RUNNERS = {
     # the one-thread tactics offered, their split twins not: A/B of the twins alone
     "trt_like_no_tile_split": (("trt_like", "cpu"), {"exclude_tactics": [
         f"{t}{suffix}" for t in ("pointwise_sgemm_omp", "dense_tile_nchw16c_omp") for suffix in ("", "+max_pool")]}),
+    # without a mobile net's blocks as one split step each (tactics/block_fuse.py): A/B of the fused blocks
+    "trt_like_no_block_fuse": (("trt_like", "cpu"), {"exclude_tactics": ["block_omp"]}),
     # without the NCHW16c layout between convs (builder/layout.py): A/B of the layout
     "trt_like_nchw": (("trt_like", "cpu"), {"nchwc": False}),
     # the layout forced on wherever it applies (the default times it per run of layers)
@@ -110,7 +112,8 @@ RUNNERS = (*PEER_RUNNERS, *SRCORE_RUNNERS, *ENGINE_RUNNERS, *ONNX_RUNNERS)
 #: runners for an A/B in one process (``benchmarks.families_ab --runners``), left out of ``benchmarks.run``'s default
 AB_ONLY_RUNNERS = ("trt_like_nchw", "trt_like_nchwc", "trt_like_nchwc_rows", "trt_like_rows_forced", "trt_like_no_h8",
                    "trt_like_no_h8_split", "trt_like_nchwc_all_splits", "trt_like_no_sgemm",
-                   "trt_like_no_wino_sgemm", "trt_like_no_sgemm_split", "trt_like_no_tile_2t", "trt_like_no_tile_split")
+                   "trt_like_no_wino_sgemm", "trt_like_no_sgemm_split", "trt_like_no_tile_2t", "trt_like_no_tile_split",
+                   "trt_like_no_block_fuse")
 
 
 #: runners whose output must be within this of torch eager's (relative to its largest value) to be

@@ -40,6 +40,7 @@ from .kernels.contexts import CONTEXTS
 from .kernels.resident import release_compiler_code
 from .store import PlanStore, release_pages
 from .tactics.layout_choice import choose_layout
+from .tactics.block_fuse import fuse_blocks
 from .tactics.segment import compile_small, compile_untimed
 
 log = logging.getLogger("srcore.trt_like")
@@ -319,6 +320,7 @@ def make_plan(segment, shapes, options: dict[str, Any], name: str) -> Plan:
         # compilable layers never read a blocked tensor)
         steps = compile_small(net, steps, options, name, CONTEXTS, min_run=LONG_RUN if runs else 2,
                               whole=not tried)
+        steps = fuse_blocks(net, steps, options, name, CONTEXTS)   # (at more than one thread, timed)
     plan = Plan(net, steps, CONTEXTS)
     plan.layout_runs = runs
     return plan

@@ -92,7 +92,9 @@ OTHER_TACTICS = ("packed_gemm_max_pool", "mkl_packed", "mkl_split", "mkl", "numb
                  # GEMMs on the packed-panel numba SGEMM (tactics/sgemm.py)
                  "packed_sgemm", "packed_sgemm16",
                  # ... split over the OpenMP team at more than one intra-op thread (kernels/sgemm_split.py)
-                 "packed_sgemm_split", "packed_sgemm16_split")
+                 "packed_sgemm_split", "packed_sgemm16_split",
+                 # a mobile net's inverted-residual blocks as one split step each (tactics/block_fuse.py)
+                 "block_omp")
 
 
 def tactic_names() -> list[str]:
