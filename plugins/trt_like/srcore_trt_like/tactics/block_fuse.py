@@ -49,9 +49,11 @@ def _pointwise(layer: Layer) -> bool:
 
 
 def _depthwise(layer: Layer) -> bool:
+    if not _blocked_conv(layer):
+        return False
     a = layer.attrs
     w = a["weight"]
-    return _blocked_conv(layer) and a["groups"] == w.shape[0] and w.shape[1] == 1 and not a["residual"]
+    return a["groups"] == w.shape[0] and w.shape[1] == 1 and not a["residual"]
 
 
 def _family(tactic: str, names) -> bool:
