@@ -102,17 +102,21 @@ def _check(m, x, blocks, monkeypatch):
 
 
 def test_mobilenet_v3_blocks_are_one_step_each_with_the_layers_bits(two_threads, monkeypatch):
-    """No expand with SE (the first small block), expand without SE (stride 2 then residual), expand with
-    SE and hardswish (5x5, residual): three blocks, each the layer-by-layer plan's bits and torch's."""
-    m = _net(16, [(3, 16, 16, True, False, 2), (3, 72, 24, False, False, 2), (3, 88, 24, False, False, 1),
+    """No expand with SE (24 channels: two blocks), expand without SE (stride 2 then residual), expand with
+    SE and hardswish (5x5, residual): four blocks, each the layer-by-layer plan's bits and torch's. The first
+    block of 16 channels (one channel block: region 1 would leave a part idle) stays layer by layer."""
+    m = _net(24, [(3, 24, 24, True, False, 2), (3, 72, 24, False, False, 2), (3, 88, 24, False, False, 1),
                   (5, 96, 40, True, True, 1)], seed=3)
     _check(m, torch.randn(2, 3, 21, 18), 4, monkeypatch)
+    m = _net(16, [(3, 16, 16, True, False, 2), (3, 72, 24, False, False, 2)], seed=4)
+    _, desc = _check(m, torch.randn(1, 3, 15, 15), 1, monkeypatch)
+    assert "squeeze_excite" in desc, desc
 
 
 @st.composite
 def _blocks(draw):
     cin = draw(st.sampled_from([8, 16, 24]))
-    exp = draw(st.sampled_from([cin, cin + 8, 3 * cin, 40, 72]))
+    exp = draw(st.sampled_from([24, cin + 16, 3 * cin, 40, 72]))   # (two channel blocks or more; 24: no expand)
     k, s = draw(st.sampled_from([3, 5])), draw(st.sampled_from([1, 2]))
     cout = draw(st.sampled_from([cin, 16, 40]))
     se, hs = draw(st.booleans()), draw(st.booleans())

@@ -6,9 +6,9 @@ Split layer by layer, a mobile net's 15-200 µs layers lost in the sequence what
 layer's split read data the other core had written (docs/performance-log.md, "Issue 16 at 2 threads
 on AMD"). Here part ``t`` of region 1 owns a range of the expanded channel blocks through the expand,
 the depthwise conv (channels are independent in it: no halo) and the squeeze-excite pool of those
-blocks; the caller then computes the gate from the pooled means; part ``t`` of region 2 owns a band of
-output rows: it scales its pixels of every expanded block by the gate and projects them (with the
-residual). Only the depthwise result crosses cores, once, where the project must read every channel.
+blocks; the caller then computes the gate from the pooled means; part ``t`` of region 2 owns a range of
+output pixels (whole 6-pixel tiles of the project): it scales its pixels of every expanded block by the
+gate and projects them (with the residual). Only the depthwise result crosses cores, once, where the project must read every channel.
 
 Every kernel is the one-thread layer's, called on ranges (by address, as :mod:`.blocked_split`'s
 drivers: linked by name a region re-optimizes their code): the block's result has the bits of its
@@ -62,8 +62,8 @@ def block(fe, eargs, fd, dargs, fp, pargs, scr, xb, tb, n, nt, EB, Ho, Wo, expan
         _excite(pooled, w1t, b1, w2t, b2, act, gate, h, s)
     nob = pargs[6]
     for t in prange(nt):
-        r0, r1 = _part(Ho, t, nt, 1)
-        if r1 > r0:
+        q0, q1 = _part(P, t, nt, 6)   # (pixels in the project's 6-pixel tiles: 7x7 planes cut 24 / 25, not by rows 21 / 28)
+        if q1 > q0:
             if se:
-                scale_range(d, s, base, EB, P, r0 * Wo, r1 * Wo)
-            _call(fp, pargs + (scr[t], n, 0, nob, r0 * Wo, r1 * Wo))
+                scale_range(d, s, base, EB, P, q0, q1)
+            _call(fp, pargs + (scr[t], n, 0, nob, q0, q1))

@@ -2,9 +2,9 @@
 
 After the layers' tactics are chosen, each run of NCHW16c steps ``[1x1 expand] -> depthwise ->
 [squeeze_excite] -> 1x1 project [+ residual]`` (at least three of them, every tensor between them read
-only by the next) may become one ``inverted_residual`` layer run by :func:`..kernels.block_split.block`:
+only by the next, at least as many expanded channel blocks as threads) may become one ``inverted_residual`` layer run by :func:`..kernels.block_split.block`:
 per image two OpenMP regions, the first by expanded channel blocks (expand, depthwise, the pool), the
-second by bands of output rows (scale, project), with the gate computed between them on the caller.
+second by ranges of output pixels (scale, project), with the gate computed between them on the caller.
 The expanded tensor never leaves the core that made it; the layer-by-layer splits each moved their
 input between cores (docs/performance-log.md, "mobilenet_v3's blocks as one split region").
 
@@ -90,7 +90,9 @@ def find_blocks(net: Network, steps: list[Step]) -> list[tuple[int, int]]:
                 continue
             k += 1
         p = steps[k]
-        if _pointwise(p.layer) and _family(p.tactic, _PW) and k + 1 - i >= 3:
+        # (region 1 splits the expanded channel blocks: fewer than the team's threads leave a part idle)
+        wide = net.shape(d.layer.outputs[0])[1] >= _threads.count()
+        if _pointwise(p.layer) and _family(p.tactic, _PW) and k + 1 - i >= 3 and wide:
             found.append((i, k + 1))
             i = k + 1
         else:
