@@ -176,3 +176,22 @@ def test_left_out_at_one_thread_and_when_excluded(monkeypatch):
             pytest.skip("one intra-op thread here")
         _, desc = _engine(model, ["block_omp"])
         assert "block_omp" not in desc and "squeeze_excite" in desc, desc
+
+
+def test_concurrent_callers_each_have_their_own_buffers(two_threads):
+    """A ``RuntimePool``'s callers run the block at once: each thread its own expanded and depthwise
+    buffers, every result the one-caller result."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    m = _net(16, [(3, 64, 24, True, True, 2)], seed=11)
+    xs = [torch.randn(1, 3, 12, 10) for _ in range(4)]
+    model = srcore.from_torchscript(torch.jit.script(m), (xs[0],))
+    sm, desc = _engine(model)
+    assert "[block_omp]" in desc, desc
+    want = [sm(x.numpy()) for x in xs]
+    pool = srcore.RuntimePool(sm, size=2)
+    with ThreadPoolExecutor(2) as ex:
+        for _ in range(3):
+            got = list(ex.map(lambda x: pool.run(x.numpy()), xs))
+            for g, w in zip(got, want):
+                np.testing.assert_array_equal(g, w)

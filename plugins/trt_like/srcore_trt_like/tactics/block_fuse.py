@@ -174,7 +174,8 @@ class _Block:
         self._local = threading.local()
 
     def _state(self, x, res, y):
-        """This thread's buffers and bound calls for these arrays (made again when they change)."""
+        """This thread's bound calls for these arrays (bound again when they change: an engine's input or
+        result); its buffers and the kernels' addresses (which depend on the argument types only) once."""
         st = getattr(self._local, "st", None)
         if st is not None and st[0] is x and st[1] is y and st[2] is res:
             return st[3]
@@ -183,37 +184,37 @@ class _Block:
         from ..kernels.block_split import block   # noqa: F401 (compiled before the addresses are taken)
 
         nt = self.nt
-        e = np.zeros(self.e_shape, np.float32) if self.expand else x
-        d = np.zeros(self.d_shape, np.float32)
-        scr = np.zeros((nt, 2 * LANES * LANES), np.float32)
-        rd = self.dw.conv.bind(e, d, None)
-        sizes = rd.buffer_sizes
-        xb1, tb1 = self.dw.conv.buffers(*sizes)
-        xb, tb = np.zeros((nt, xb1.size), np.float32), np.zeros((nt, tb1.size), np.float32)
-        rp = self.pp.conv.bind(d, y, res)
-        pargs = rp.args
-        fp = pc.address(self.fp_kernel, (*pargs, scr[0], 0, 0, 0, 0, 0))
-        dargs = rd.args
-        fd = pc.address(self.fd_kernel, (*dargs, xb[0], tb[0], 0, 0, 0))
-        if self.expand:
-            eargs = self.pe.conv.bind(x, e, None).args
-            fe = pc.address(self.fe_kernel, (*eargs, scr[0], 0, 0, 0))
-        else:
-            eargs, fe = pargs, fp
-        pooled = np.zeros(self.EB * LANES, np.float32)
-        s = np.ones(self.EB * LANES, np.float32)
-        h = np.zeros(max(1, self.w1t.shape[1]), np.float32)
+        bufs = getattr(self._local, "bufs", None)
+        if bufs is None:
+            e = np.zeros(self.e_shape, np.float32) if self.expand else None
+            d = np.zeros(self.d_shape, np.float32)
+            scr = np.zeros((nt, 2 * LANES * LANES), np.float32)
+            sizes = self.dw.conv.bind(e if self.expand else x, d, None).buffer_sizes
+            xb1, tb1 = self.dw.conv.buffers(*sizes)
+            xb, tb = np.zeros((nt, xb1.size), np.float32), np.zeros((nt, tb1.size), np.float32)
+            pooled, s = np.zeros(self.EB * LANES, np.float32), np.ones(self.EB * LANES, np.float32)
+            h = np.zeros(max(1, self.w1t.shape[1]), np.float32)
+            bufs = self._local.bufs = [e, d, scr, xb, tb, pooled, s, h, None]
+        e, d, scr, xb, tb, pooled, s, h, fns = bufs
+        rd = self.dw.conv.bind(e if self.expand else x, d, None)
+        pargs, dargs = self.pp.conv.bind(d, y, res).args, rd.args
+        eargs = self.pe.conv.bind(x, e, None).args if self.expand else pargs
+        if fns is None:
+            fp = pc.address(self.fp_kernel, (*pargs, scr[0], 0, 0, 0, 0, 0))
+            fd = pc.address(self.fd_kernel, (*dargs, xb[0], tb[0], 0, 0, 0))
+            fe = pc.address(self.fe_kernel, (*eargs, scr[0], 0, 0, 0)) if self.expand else fp
+            fns = bufs[8] = (fe, fd, fp)
+        fe, fd, fp = fns
         call = (fe, eargs, fd, dargs, fp, pargs, scr, xb, tb)
         tail = (nt, self.EB, self.Ho, self.Wo, self.expand, self.se, d.reshape(-1), pooled, self.inv, self.w1t,
                 self.b1, self.w2t, self.b2, self.act, self.gate, h, s)
-        keep = (e, d)
-        self._local.st = (x, y, res, (call, tail, keep))
-        return call, tail, keep
+        self._local.st = (x, y, res, (call, tail))
+        return call, tail
 
     def __call__(self, x, res, y):
         from ..kernels.block_split import block
 
-        call, tail, _ = self._state(x, res, y)
+        call, tail = self._state(x, res, y)
         for n in range(self.N):
             self.governor.run(block, *call, n, *tail)
 
@@ -227,6 +228,8 @@ def kernel(layer: Layer, net: Network, threads: int | None = None) -> Kernel:
     else:
         def fn(x, y):
             b(x, None, y)
+    # (it binds its arrays, as the conv kernels do: the plan stages a small engine input or result for it)
+    fn.same_arrays = True
     return Kernel(fn, keep=b)
 
 
