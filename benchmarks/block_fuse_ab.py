@@ -32,7 +32,7 @@ def fused_plan(plan):
         layer = bf.block_layer(steps[a:b])
         new += steps[at:a]
         spans.append((a, b, len(new)))
-        new.append(Step(layer, bf.NAME, bf.kernel(layer, plan.net).fn))
+        new.append(Step(layer, bf.NAME, bf.kernel(layer, plan.net, solo=[s.fn for s in steps[a:b]]).fn))
         at = b
     new += steps[at:]
     return Plan(plan.net, new, plan.contexts), spans

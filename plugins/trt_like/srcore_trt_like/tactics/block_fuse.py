@@ -172,6 +172,7 @@ class _Block:
             self.act = self.gate = CODES["none"] if "none" in CODES else 0
         self.inv = np.full(LANES, np.float32(1.0) / np.float32(P), np.float32)
         self._local = threading.local()
+        self.solo = None
 
     def _state(self, x, res, y):
         """This thread's bound calls for these arrays (bound again when they change: an engine's input or
@@ -214,14 +215,44 @@ class _Block:
     def __call__(self, x, res, y):
         from ..kernels.block_split import block
 
+        g = self.governor
+        team = g.team()
+        if team == 1 and self.solo is not None:
+            # held on the caller (a busy core): the layers' own steps, each its bound fast call, on this
+            # thread's buffers; a block's one dispatch of ~50 arrays cost 5-30 us more (the same bits)
+            t0 = g.clock()
+            self._layers(x, res, y)
+            g.record(1, g.clock() - t0)
+            return
         call, tail = self._state(x, res, y)
+        _threads.use(team)
+        t0 = g.clock()
         for n in range(self.N):
-            self.governor.run(block, *call, n, *tail)
+            block(*call, n, *tail)
+        g.record(team, g.clock() - t0)
+
+    def _layers(self, x, res, y):
+        self._state(x, res, y)   # (this thread's buffers, made once)
+        e, d = self._local.bufs[0], self._local.bufs[1]
+        fns = self.solo
+        i = 0
+        if self.expand:
+            fns[0](x, e)
+            i = 1
+        fns[i](e if self.expand else x, d)
+        if self.se:
+            fns[i + 1](d, d)    # (in place: the pool reads every pixel before the scale writes)
+        if self.residual:
+            fns[-1](d, res, y)
+        else:
+            fns[-1](d, y)
 
 
-def kernel(layer: Layer, net: Network, threads: int | None = None) -> Kernel:
-    """The ``block_omp`` kernel of an ``inverted_residual`` layer, on ``threads`` (default: the intra-op count)."""
+def kernel(layer: Layer, net: Network, threads: int | None = None, solo=None) -> Kernel:
+    """The ``block_omp`` kernel of an ``inverted_residual`` layer, on ``threads`` (default: the intra-op count);
+    ``solo``: its layers' step functions, run in its place while its governor holds it on the caller."""
     b = _Block(layer, net, _threads.count() if threads is None else threads)
+    b.solo = solo
     if b.residual:
         def fn(x, res, y):
             b(x, res, y)
@@ -253,7 +284,7 @@ def fuse_blocks(net: Network, steps: list[Step], options: dict, name: str = "eng
     for a, b in found:
         layer = block_layer(steps[a:b])
         new += steps[at:a]
-        new.append(Step(layer, NAME, kernel(layer, net).fn))
+        new.append(Step(layer, NAME, kernel(layer, net, solo=[s.fn for s in steps[a:b]]).fn))
         at = b
     new += steps[at:]
     if options.get("timing", True) and not _faster(net, steps, new, contexts, name, len(found)):
