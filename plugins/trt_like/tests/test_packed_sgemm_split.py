@@ -90,32 +90,6 @@ def test_offered_by_work_and_threads(monkeypatch):
     assert not table.threaded(*small)
 
 
-def test_a_batch_1_product_of_a_large_weight_is_offered_the_split_beside_one_thread(monkeypatch):
-    """mobilenet_v3's classifier: 1 x 576 @ 576 x 1024 (0.6 M multiply-adds, 2.4 MB of weight) streams its
-    weight; at 2 threads the split by columns is offered beside the one-thread kernel (timing picks), its
-    bits the one-thread kernel's on the team; not at one thread, nor for a small weight or many rows."""
-    monkeypatch.setattr(tactic._sc, "lanes", lambda features=None: 8)
-    monkeypatch.setattr(parallel, "count", lambda: 1)
-    head = _layer(1, 1024, 576)
-    assert [c.name for c in tactic.gemm_candidates(*head)] == ["packed_sgemm"]
-    monkeypatch.setattr(parallel, "count", lambda: 2)
-    cands = tactic.gemm_candidates(*head)
-    assert [c.name for c in cands] == ["packed_sgemm_split", "packed_sgemm"] and table.threaded(*head)
-    for layer, net in (_layer(1, 64, 576), _layer(32, 1024, 576)):   # 147 KB of weight; 32 rows
-        assert [c.name for c in tactic.gemm_candidates(layer, net)] == ["packed_sgemm"]
-    split, one = (c.build() for c in cands)
-    x = np.random.default_rng(3).standard_normal((1, 576), dtype=np.float32)
-    want = np.empty((1, 1024), np.float32)
-    one.fn(x, want)
-    split.keep.governor.hold = 0
-    got = np.full((1, 1024), np.nan, np.float32)
-    before = parallel.COUNTS["team"]
-    split.fn(x, got)
-    assert parallel.COUNTS["team"] == before + 1
-    np.testing.assert_array_equal(got, want)
-    np.testing.assert_allclose(want, x @ head[0].attrs["weight"].T, rtol=1e-4, atol=1e-4)
-
-
 def test_the_governed_kernel_alone_and_on_its_team_and_restored(monkeypatch):
     monkeypatch.setattr(tactic._sc, "lanes", lambda features=None: 8)
     monkeypatch.setattr(parallel, "count", lambda: 2)

@@ -31,21 +31,10 @@ from .records import Candidate, Kernel
 SMALL_SPLIT_WORK = 4_000_000 if os.environ.get("SRCORE_TRT_LIKE_SMALL_SGEMM_SPLIT") == "1" else None
 
 
-#: a product of at most this many rows whose weight is at least :data:`STREAM_SPLIT_BYTES` is offered
-#: ``packed_sgemm_split`` at more than one intra-op thread whatever its work: it streams its weight once a
-#: call (a batch-1 classifier: mobilenet_v3's 576 x 1024 and 1024 x 1000, 6.3 MB, ~0.4 ms of a 2.5 ms call at
-#: 2 threads on one core), so each core streaming half of it is what a split saves; timed beside the
-#: one-thread kernel, never chosen by rule
-STREAM_SPLIT_ROWS = 8
-STREAM_SPLIT_BYTES = 1 << 20
-
-
-def _split(work: int, rows: int = 0, weight_bytes: int = 0) -> bool:
-    """Whether a layer of ``work`` multiply-adds (``rows`` rows, a weight of ``weight_bytes``) is offered
-    ``packed_sgemm_split``."""
-    return _threads.for_work(work) > 1 or _threads.count() > 1 and (
-        SMALL_SPLIT_WORK is not None and work >= SMALL_SPLIT_WORK
-        or 0 < rows <= STREAM_SPLIT_ROWS and weight_bytes >= STREAM_SPLIT_BYTES)
+def _split(work: int) -> bool:
+    """Whether a layer of ``work`` multiply-adds is offered ``packed_sgemm_split``."""
+    return _threads.for_work(work) > 1 or (
+        SMALL_SPLIT_WORK is not None and work >= SMALL_SPLIT_WORK and _threads.count() > 1)
 
 
 def gemm_candidates(layer: Layer, net: Network) -> list[Candidate]:
@@ -59,7 +48,7 @@ def gemm_candidates(layer: Layer, net: Network) -> list[Candidate]:
     work = net.tensors[layer.inputs[0]].size * n
     out = []
     threads = _threads.count()
-    if _split(work, net.tensors[layer.inputs[0]].size // k, 4 * n * k):
+    if _split(work):
         def split(lanes, packed=None):
             gemm = SplitSgemm(w if packed is None else None, lanes, packed, parts=threads,
                               governor=_threads.Governor(threads))
@@ -80,8 +69,7 @@ def gemm_candidates(layer: Layer, net: Network) -> list[Candidate]:
 def threaded(layer: Layer, net: Network) -> bool:
     """Whether the layer has a ``packed_sgemm_split`` candidate (on numba's OpenMP pool)."""
     n, k = layer.attrs["weight"].shape
-    return n > 0 and k > 0 and _split(net.tensors[layer.inputs[0]].size * n, net.tensors[layer.inputs[0]].size // k,
-                                      4 * n * k)
+    return n > 0 and k > 0 and _split(net.tensors[layer.inputs[0]].size * n)
 
 
 def _name(lanes: int) -> str:
