@@ -101,6 +101,11 @@ ENGINE_RUNNERS = {
     "trt_like_nchw": (("trt_like", "cpu"), {"nchwc": False}),
     # the layout forced on wherever it applies (the default times it per run of layers)
     "trt_like_nchwc": (("trt_like", "cpu"), {"nchwc": True}),
+    # trt_like_rows_forced without the plan's thread choice: an engine of forced splits, A/B of the choice
+    "trt_like_rows_forced_noplan": (("trt_like", "cpu"), {"nchwc": True, "nchwc_rows": True, "thread_plan": False,
+                                                          "exclude_tactics": ["pointwise_nchw16c", "depthwise_nchw16c"]}),
+    # every split layer on its team, no sequence timing of the plan's thread choice (tactics/thread_plan.py)
+    "trt_like_noplan": (("trt_like", "cpu"), {"thread_plan": False}),
     "openvino": (("openvino", "cpu"), {}),
     "openvino_bf16": (("openvino", "cpu"), {"precision": "bf16"}),
     "openvino_nan_unchecked": (("openvino", "cpu"), {"nan_checks": False}),
@@ -113,7 +118,7 @@ RUNNERS = (*PEER_RUNNERS, *SRCORE_RUNNERS, *ENGINE_RUNNERS, *ONNX_RUNNERS)
 AB_ONLY_RUNNERS = ("trt_like_nchw", "trt_like_nchwc", "trt_like_nchwc_rows", "trt_like_rows_forced", "trt_like_no_h8",
                    "trt_like_no_h8_split", "trt_like_nchwc_all_splits", "trt_like_no_sgemm",
                    "trt_like_no_wino_sgemm", "trt_like_no_sgemm_split", "trt_like_no_tile_2t", "trt_like_no_tile_split",
-                   "trt_like_no_block_fuse")
+                   "trt_like_noplan", "trt_like_rows_forced_noplan", "trt_like_no_block_fuse")
 
 
 #: runners whose output must be within this of torch eager's (relative to its largest value) to be
@@ -317,9 +322,10 @@ def run_cell(model: str, runner: str, threads: int, art: Path, quick: bool) -> d
     peak_rss_reset()  # after load: the peak below is what inference adds
     base = peak_rss_kib()
     t0, c0 = time.perf_counter(), time.process_time()
-    ys = flatten_outputs(call())
+    y = call()
     res["first_call_ms"] = (time.perf_counter() - t0) * 1e3
     res["first_call_cpu_ms"] = (time.process_time() - c0) * 1e3
+    ys = flatten_outputs(y)   # (not timed: the steady calls below are not flattened either)
     res["max_rel_err"] = max_rel_err(ys, refs)
     tol = CHECKED_RUNNERS.get(runner)
     if tol is not None and not res["max_rel_err"] <= tol:   # a wrong answer is not timed

@@ -26,13 +26,16 @@ resizes never split by planes over the intra-op threads), ``R+nosplitfill`` with
 (its split SIMD convs copy the whole input on the caller before the parts, not each part its rows),
 ``R+nonative`` with ``SRCORE_CPU_NATIVE_SPLIT=0`` (its 2-thread products never split over the native team,
 whose parts call OpenBLAS without the GIL: the Python part pool's splits and one thread only, as before
-2026-11-29 evening), ``R+omp`` with
+2026-11-29 evening), ``R+nonativelayer`` with ``SRCORE_CPU_NATIVE_LAYER=0`` (its fused encoder layers never
+run their products on the native team), ``R+omp`` with
 ``SRCORE_CPU_OMP_TEAM=1`` (its part pool on numba's OpenMP team, not srcore.conv's Python one), ``R+tblas``
 with ``SRCORE_CPU_THREADED_BLAS=1`` (at more than one thread its unsplit products on numpy's threaded
 BLAS, as before 2026-11-28 noon, not on the calling thread), ``R+tightwait`` with ``SRCORE_TRT_LIKE_TIGHT_WAIT=1``
 (trt_like's run-time governor counting a team region at 1.5x its best as a wait, as before 2026-11-29), ``R+smallsplit``
 with ``SRCORE_TRT_LIKE_SMALL_SGEMM_SPLIT=1`` (trt_like's ``packed_sgemm_split`` offered on GEMMs from 4 M
-multiply-adds at more than one thread, below the intra-op policy's threshold too); suffixes chain
+multiply-adds at more than one thread, below the intra-op policy's threshold too), ``R+native`` with
+``SRCORE_TRT_LIKE_NATIVE_GEMM=1`` (trt_like's GEMMs under that threshold offered ``native_rows`` /
+``native_cols``, split over the native team); suffixes chain
 (``R+nomkl+nosplit``: the cpu plugin's products all on numpy's threaded BLAS). ``--cpu-time`` times each call in CPU
 time of the process (``time.process_time_ns``) instead of wall time: on a machine other jobs keep
 busy, the time a call waits for a core drops out (only the cache and memory contention stays);
@@ -68,10 +71,12 @@ SUFFIX_OFF = {"+nosimd": "SRCORE_CPU_SIMD_CONV", "+nomkl": "SRCORE_CPU_MKL", "+n
               "+noretry": "SRCORE_CPU_TIMING_RETRY", "+noevidence": "SRCORE_CPU_TIMING_EVIDENCE",
               "+nolate": "SRCORE_CPU_LATE_COMPILED", "+nolinrows": "SRCORE_CPU_LINEAR_ROWS",
               "+nosplithold": "SRCORE_CPU_SPLIT_HOLD", "+noresizesplit": "SRCORE_CPU_RESIZE_SPLIT",
-              "+nosplitfill": "SRCORE_CPU_SPLIT_FILL", "+nonative": "SRCORE_CPU_NATIVE_SPLIT"}
+              "+nosplitfill": "SRCORE_CPU_SPLIT_FILL", "+nonative": "SRCORE_CPU_NATIVE_SPLIT",
+              "+nonativelayer": "SRCORE_CPU_NATIVE_LAYER"}
 #: runner name suffix -> the environment variable set to "1" while that runner loads
 SUFFIX_ON = {"+omp": "SRCORE_CPU_OMP_TEAM", "+tblas": "SRCORE_CPU_THREADED_BLAS",
-             "+tightwait": "SRCORE_TRT_LIKE_TIGHT_WAIT", "+smallsplit": "SRCORE_TRT_LIKE_SMALL_SGEMM_SPLIT"}
+             "+tightwait": "SRCORE_TRT_LIKE_TIGHT_WAIT", "+smallsplit": "SRCORE_TRT_LIKE_SMALL_SGEMM_SPLIT",
+             "+native": "SRCORE_TRT_LIKE_NATIVE_GEMM"}
 
 
 def peer_ratios(best: dict) -> dict:

@@ -8,7 +8,8 @@ held at one thread on the caller), the part pool's split (Python parts, :mod:`.l
 :mod:`.split_gemm`), the native team's splits (:mod:`.native_team`: parts calling OpenBLAS without the
 GIL), and torch's product at the same thread count. Rounds alternate the variants; each call follows
 ``--gap-us`` of one-thread work (a model's small nodes between its products: the workers' wait is
-part of what is measured). Printed: each variant's best-round median in µs and its ratio to one
+part of what is measured). Last, transformer_block's fused encoder layer the same ways (one thread, its
+tail on the part pool, its products on the native team: :mod:`.native_encoder`) beside torch's layer. Printed: each variant's best-round median in µs and its ratio to one
 thread and to torch.
 """
 from __future__ import annotations
@@ -74,6 +75,8 @@ def main(argv=None) -> int:
         calls["torch"] = (lambda ta=ta, tb=tb: torch.matmul(ta, tb))
         cases.append((name, calls))
 
+    cases.append(_encoder_case(args.threads, r))
+
     g = r(48, 48)
     gap_reps = max(1, int(args.gap_us / 4))
 
@@ -103,6 +106,46 @@ def main(argv=None) -> int:
                           for k, t in best.items())
         print(f"{name:24s} {cells}", flush=True)
     return 0
+
+
+def _encoder_case(threads: int, r):
+    """transformer_block's fused encoder layer (``nn.TransformerEncoderLayer(256, 4, 1024)``, 1 x 128
+    tokens): the cpu plugin's kernel on one thread (numpy's BLAS held there), with its tail split over
+    the part pool, with its products on the native team (:mod:`.native_encoder`), and torch's layer."""
+    import numpy as np
+    import torch
+
+    from srcore_cpu.kernels import attention as A, native_encoder as NE, parallel as P
+    from srcore_cpu.kernels.linalg import transposed
+
+    torch.manual_seed(5)
+    layer = torch.nn.TransformerEncoderLayer(256, 4, 1024, batch_first=True).eval()
+    sa = layer.self_attn
+    t = [p.detach().numpy() for p in (sa.in_proj_weight, sa.in_proj_bias, sa.out_proj.weight, sa.out_proj.bias,
+                                      layer.norm1.weight, layer.norm1.bias, layer.norm2.weight, layer.norm2.bias,
+                                      layer.linear1.weight, layer.linear1.bias, layer.linear2.weight,
+                                      layer.linear2.bias)]
+    B, L = 1, 128
+    ln_, softmax_ = A._compiled_or_numpy(np.dtype(np.float32))
+    one = A.make_encoder_layer(256, 4, *t[:4], False, False, 1e-5, *t[4:], rows=B * L, shape=None)
+    att = A._SelfAttention(256, 4, *t[:4], B * L, softmax_, None)
+    w1, w2 = transposed(t[8]), transposed(t[10])
+    x = r(B, L, 256)
+    calls = {"one": (lambda: one(x))}
+    from srcore_cpu.kernels import row_split as RS
+    keep, RS.split_pays = RS.split_pays, (lambda *a, **k: True)
+    try:   # (the tail split built whatever its timing)
+        tail = A._split_tail(one, att, ln_, tuple(t[4:8]), 1e-5, False, False, w1, t[9], w2, t[11], None, (B, L))
+    finally:
+        RS.split_pays = keep
+    if tail is not one:
+        calls["part pool"] = (lambda: tail(x))
+    nat = NE.make(att, ln_, tuple(t[4:8]), 1e-5, False, False, w1, t[9], w2, t[11], None, (B, L), one)
+    if nat is not None:
+        calls["native"] = (lambda: nat(x))
+    tx = torch.from_numpy(x)
+    calls["torch"] = (lambda: layer(tx))
+    return f"encoder layer {B}x{L}x256", calls
 
 
 if __name__ == "__main__":

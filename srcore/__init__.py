@@ -62,7 +62,7 @@ _LAZY = {
     "Options": "srcore.runtime.options:Options",
     "get_plugin_manager": "srcore.plugin.manager:get_plugin_manager",
     "QuantizedArray": "srcore.qarray:QuantizedArray",
-    "QParams": "srcore.ir.quant:QParams",
+    "QParams": "srcore.ir.qparams:QParams",
     "quantize": "srcore.quantization.api:quantize",
 }
 _SUBMODULES = {"ir", "ops", "passes", "plugin", "dispatch", "runtime", "memory", "frontends", "format", "cli",

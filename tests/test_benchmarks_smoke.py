@@ -509,10 +509,11 @@ def test_layer_profile_takes_a_model_split_around_a_cpu_node(tmp_path, capsys):
 
 @pytest.mark.full       # ~10 s: a child process importing torch and compiling the native team
 def test_native_split_ab_prints_every_variant_of_each_product():
-    """``benchmarks.native_split_ab``: per bert product a line with one thread, the splits and torch."""
+    """``benchmarks.native_split_ab``: per bert product a line with one thread, the splits and torch; then
+    transformer_block's fused encoder layer the same ways."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     r = subprocess.run([sys.executable, "-m", "benchmarks.native_split_ab", "--rounds", "1", "--calls", "2",
                         "--gap-us", "4"], capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
     assert r.returncode == 0, r.stderr
     lines = [ln for ln in r.stdout.splitlines() if "x torch)" in ln]
-    assert len(lines) == 5 and all(ln.split()[1] != "" and " one " in f" {ln} " and "torch " in ln for ln in lines)
+    assert len(lines) == 6 and lines[-1].startswith("encoder layer") and all(ln.split()[1] != "" and " one " in f" {ln} " and "torch " in ln for ln in lines)

@@ -11,6 +11,9 @@ import threadpoolctl
 from srcore.blas import openblas as O
 from srcore import plugin
 
+#: the BLAS hold alone, no model run: the second pass (test.sh) deselects it
+pytestmark = pytest.mark.one_pass
+
 
 class _ProcessWide:
     """A BLAS controller with one count for the whole process (numpy's pthreads OpenBLAS)."""

@@ -307,3 +307,73 @@ def test_a_start_on_every_core_finds_numpys_openblas_without_threadpoolctl(selec
                  GOTO_NUM_THREADS=None, SRCORE_CPU_THREADS=None)
     modules = set(json.loads(out.stdout.splitlines()[-1]))
     assert "srcore_cpu.kernels.conv" in modules and "threadpoolctl" not in modules
+
+
+#: classes a prepared-cache hit of digits does not use, each in a module of its own imported on first use
+#: (an attrs class is ~1 M instructions of a cold start): module -> its classes
+ON_DEMAND = {
+    "srcore.ir.compound_types": ("OptionalType", "TupleType", "DictType"),
+    "srcore.ir.qparams": ("QParams",),
+    "srcore.ops.schema_rare_types": ("TupleType", "GenericType"),
+    "srcore.ops.dispatch_entry": ("DispatchEntry",),
+    "srcore.dispatch.unsupported": ("Unsupported",),
+    "srcore.plugin.const": ("Const",),
+    "srcore.runtime.scalar_spec": ("ScalarSpec",),
+}
+
+
+@pytest.mark.parametrize("mode", ["full", "selection"])
+def test_a_prepared_cache_hit_builds_none_of_the_classes_it_does_not_use(mode, selection, tmp_path):
+    """A selective hit (the second start) imports none of ``ON_DEMAND``'s modules nor ``srcore.plugin.hook_types``
+    (``ShapeRule``: the cpu plugin imports it in its rule hook), a full one only what its registry holds; the
+    names still resolve from every module that exported them before, to one class each, and the checks
+    that stand in for ``isinstance`` before a module is imported (``lazy_type``, ``is_const``,
+    ``is_scalar_spec``) answer as ``isinstance`` does once it is."""
+    code = f"""
+import json, sys
+import numpy as np
+import srcore
+from srcore.ir.types import lazy_type, TENSOR
+from srcore.plugin.types import is_const
+from srcore.runtime.inputs import is_scalar_spec
+stand_ins = [lazy_type("TupleType").__name__, isinstance(TENSOR, lazy_type("OptionalType"))]
+y = srcore.StaticModule(srcore.load({str(DIGITS)!r}))(np.zeros((1, 1, 8, 8), np.float32))
+loaded = sorted(m for m in {sorted(ON_DEMAND) + ["srcore.plugin.hook_types"]!r} if m in sys.modules)
+import importlib
+import srcore.ir, srcore.ir.types, srcore.ir.quant, srcore.ops.schema, srcore.ops.declarations, srcore.dispatch
+import srcore.dispatch.resolve, srcore.plugin, srcore.plugin.types, srcore.runtime.inputs
+homes = {{m: [getattr(importlib.import_module(m), n) for n in names] for m, names in {ON_DEMAND!r}.items()}}
+ir_t, q, s_t, d, u, c, sc = (homes[m] for m in {list(ON_DEMAND)!r})
+same = [
+    ir_t == [getattr(srcore.ir.types, n) for n in ("OptionalType", "TupleType", "DictType")]
+         == [getattr(srcore.ir, n) for n in ("OptionalType", "TupleType", "DictType")],
+    q[0] is srcore.ir.quant.QParams is srcore.ir.QParams is srcore.QParams is srcore.plugin.QParams,
+    s_t == [srcore.ops.schema.TupleType, srcore.ops.schema.GenericType],
+    d[0] is srcore.ops.declarations.DispatchEntry,
+    u[0] is srcore.dispatch.Unsupported is srcore.dispatch.resolve.Unsupported,
+    c[0] is srcore.plugin.Const is srcore.plugin.types.Const,
+    sc[0] is srcore.runtime.inputs.ScalarSpec,
+    lazy_type("TupleType") is ir_t[1] and isinstance(ir_t[0](TENSOR), lazy_type("OptionalType")),
+    is_const(c[0](1.5)) and not is_const(1),
+    is_scalar_spec(sc[0]("n", srcore.ir.types.INT)) and not is_scalar_spec(srcore.model.InputSpec("x", "float32", (1,))),
+]
+print(json.dumps([loaded, stand_ins, same, y.tolist()]))
+"""
+    cache = str(tmp_path / "cache")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "SRCORE_NO_PREPARED_CACHE",
+                                                            "SRCORE_SELECTION")}
+    env["SRCORE_CACHE_DIR"] = cache
+    if mode == "selection":
+        env["SRCORE_SELECTION"] = selection[0]
+    outs = [json.loads(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                                      check=True).stdout.splitlines()[-1]) for _ in range(2)]
+    loaded, stand_ins, same, y = outs[1]
+    assert list(tmp_path.glob("cache/prepared/*/*.srm")), "the first start wrote no prepared entry"
+    # the full registry calls every rule hook (ShapeRule), decodes every schema (tuples, Dict(...), Union(...)) and
+    # imports every rule module (some name the IR's compound types)
+    expected = (["srcore.ir.compound_types", "srcore.ops.schema_rare_types", "srcore.plugin.hook_types"]
+                if mode == "full" else [])
+    assert loaded == expected, f"a {mode} hit imported {loaded}"
+    assert stand_ins == ["_NoInstances", False]
+    assert all(same), same
+    assert y == outs[0][3]   # the hit's answer is the first start's

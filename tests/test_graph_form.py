@@ -61,6 +61,7 @@ def _graphs():
     return texts
 
 
+@pytest.mark.one_pass   # the form and the parser alone, no executor or planner: the second pass (test.sh) deselects it
 @pytest.mark.parametrize("name,params,text", _graphs(), ids=lambda v: v if isinstance(v, str) and len(v) < 60 else "")
 def test_the_form_builds_the_graph_the_parser_builds(name, params, text):
     parsed = parse_graph(text, params=params, locate=False)
@@ -78,6 +79,7 @@ def _twice(text, params=None):
     return parse_graph(text, params=params, locate=False), parse_graph(text, params=params, locate=False)
 
 
+@pytest.mark.one_pass   # the form and the parser alone, no executor or planner: the second pass (test.sh) deselects it
 @pytest.mark.parametrize("change", ["name", "type", "attr_type", "attr_order", "source", "input", "uses", "meta", "counter"])
 def test_same_graph_sees_each_difference(change):
     a, b = _twice(MIXED.replace('[param="w"]', '[value={0.5}]').replace("%w : Float(4, 3)", "%w : Tensor"))
@@ -113,6 +115,7 @@ def test_same_graph_sees_each_difference(change):
     assert not graph_form.same_graph(a, b)
 
 
+@pytest.mark.one_pass   # the form and the parser alone, no executor or planner: the second pass (test.sh) deselects it
 def test_what_the_form_cannot_carry_gets_no_form():
     g = parse_graph(MIXED.replace('[param="w"]', '[value={0.5}]').replace("%w : Float(4, 3)", "%w : Tensor"),
                     locate=False)
@@ -130,6 +133,7 @@ def test_what_the_form_cannot_carry_gets_no_form():
     assert graph_form.encode(p, {"w": w.copy()}) is None
 
 
+@pytest.mark.one_pass   # the form and the parser alone, no executor or planner: the second pass (test.sh) deselects it
 def test_a_damaged_or_foreign_form_is_not_used(tmp_path):
     from srcore.format.srm import _from_form
 

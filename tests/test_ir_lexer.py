@@ -6,9 +6,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from srcore.ir.lexer import Lexer, Token
+
+#: the lexer's tokens, no executor or planner: the second pass (test.sh) deselects it
+pytestmark = pytest.mark.one_pass
 
 ROOT = Path(__file__).resolve().parents[1]
 

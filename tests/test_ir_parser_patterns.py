@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from srcore.ir import parser as P
+
+#: the parser's scanners against their regexes, no executor or planner: the second pass (test.sh) deselects it
+pytestmark = pytest.mark.one_pass
 
 PIECES = ["{", "}", "[", "]", "[ ", "} ]", "\n", " ", ":", "1", "23", "٣", ",", '"', "%", "#", "a", "_",
           "Type", "FloatType", "CPUFloatType{2,3}", "{2,3}", "0.5", "-", ".", "(1,.,.) =", "x.py", "é"]

@@ -6,6 +6,9 @@ import threading
 import numpy as np
 import pytest
 
+#: kernels called directly, no executor or planner: the second pass (test.sh) deselects it
+pytestmark = pytest.mark.one_pass
+
 omp_team = pytest.importorskip("srcore.conv.omp_team")
 
 needs_omp = pytest.mark.skipif(not omp_team.available(), reason="numba's parallel layer is not GNU OpenMP here")

@@ -6,9 +6,13 @@ from __future__ import annotations
 import types
 
 import pluggy
+import pytest
 
 from srcore.plugin import hookimpl
 from srcore.plugin.manager import _pluggy_manager, get_plugin_manager
+
+#: the plugin manager's hook lookup, no executor or planner: the second pass (test.sh) deselects it
+pytestmark = pytest.mark.one_pass
 
 
 def _same_as_pluggy(module) -> int:

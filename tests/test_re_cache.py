@@ -13,6 +13,9 @@ from hypothesis import given, settings, strategies as st
 from srcore import _re_cache
 from srcore.ir import lexer
 
+#: compiled patterns and their file, no executor or planner: the second pass (test.sh) deselects it
+pytestmark = pytest.mark.one_pass
+
 PATTERNS = [(lexer._TOKEN.pattern, 0), (r"(?P<a>x+)|(?P<b>y)\Z", 0), (r"[a-z]+\d*", re.IGNORECASE), (r"^a.b$", re.M | re.S),
             (r"(\w+)@(\w+)\.com", 0)]
 

@@ -26,13 +26,16 @@ from srcore.scaleout.shards import read_table
 
 import _scaleout as S
 
-# one worker runs them all, so the session's cluster starts once: test.sh's --dist loadscope keeps a
+# one worker runs them all, so the module's cluster starts once: test.sh's --dist loadscope keeps a
 # module on one worker; xdist_group does the same under --dist loadgroup
 pytestmark = [pytest.mark.one_pass, pytest.mark.timeout(240), pytest.mark.xdist_group("ray")]
 A_COLS = ["a0", "a1", "a2", "a3"]
 
 
-@pytest.fixture(scope="session")
+# module scope: the cluster stops when this module ends. Session scope kept it running idle on its xdist
+# worker for the rest of the pass: idle, Ray's 11 processes (Serve's controller, proxy and replica among
+# them) used ~6 CPU-s a minute (AMD 2 vCPUs, 2026-11-29), of the cores the other tests need
+@pytest.fixture(scope="module")
 def ray_cluster():
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")   # nothing leaves the machine
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1",

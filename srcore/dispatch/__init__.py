@@ -14,7 +14,7 @@ import importlib
 _LAZY = {
     "KernelTable": "table", "STANDARD_DTYPES": "table", "op_key": "table",
     "import_ref": "lazy", "resolve_ref": "lazy",
-    "STRUCTURAL_KINDS": "resolve", "ResolvedKernel": "resolve", "Unsupported": "resolve",
+    "STRUCTURAL_KINDS": "resolve", "ResolvedKernel": "resolve", "Unsupported": "unsupported",
     "accepts_dtypes": "resolve", "dispatch_dtypes": "resolve", "node_info": "resolve",
     "resolve_graph": "resolve", "resolve_node": "resolve",
 }

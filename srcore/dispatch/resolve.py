@@ -17,7 +17,7 @@ from .._repr import shared_repr
 from ..errors import UnsupportedOpError
 from ..ir.alias import mutated_inputs
 from ..ir.quant import QDTYPES
-from ..ir.types import ListType, OptionalType, TensorType, TupleType, Type
+from ..ir.types import ListType, TensorType, Type, lazy_type
 from ..plugin.types import ANY_QUANTIZED, KERNEL_KINDS, ArgInfo, Kernel, NodeInfo, Specialized
 from .lazy import resolve_ref
 from .table import STANDARD_DTYPES, KernelTable, op_key
@@ -52,34 +52,13 @@ class ResolvedKernel:
     reason: str | None = None
 
 
-@attrs.frozen
-@shared_repr
-class Unsupported:
-    """One node nobody can run on the requested backends, and who could run it elsewhere."""
-
-    node: Any
-    op: str
-    schema: str
-    dtypes: tuple[str, ...]
-    source: str | None
-    alternatives: tuple[str, ...]
-
-    def describe(self) -> str:
-        where = f"  # {self.source}" if self.source else ""
-        dt = ", ".join(self.dtypes) or "no tensors"
-        text = f"  {self.schema} with dtypes ({dt}){where}"
-        for alt in self.alternatives:
-            text += f"\n      {alt}"
-        return text
-
-
 def _collect_dtypes(t: Type, out: list[str]) -> None:
     if isinstance(t, TensorType):
         if t.dtype is not None:
             out.append(t.dtype)
-    elif isinstance(t, (ListType, OptionalType)):
+    elif isinstance(t, (ListType, lazy_type("OptionalType"))):
         _collect_dtypes(t.elem, out)
-    elif isinstance(t, TupleType):
+    elif isinstance(t, lazy_type("TupleType")):
         for e in t.elems:
             _collect_dtypes(e, out)
 
@@ -87,9 +66,9 @@ def _collect_dtypes(t: Type, out: list[str]) -> None:
 def _unknown_dtype(t: Type) -> bool:
     if isinstance(t, TensorType):
         return t.dtype is None
-    if isinstance(t, (ListType, OptionalType)):
+    if isinstance(t, (ListType, lazy_type("OptionalType"))):
         return _unknown_dtype(t.elem)
-    if isinstance(t, TupleType):
+    if isinstance(t, lazy_type("TupleType")):
         return any(_unknown_dtype(e) for e in t.elems)
     return False
 
@@ -393,6 +372,8 @@ def resolve_graph(graph, table: KernelTable, backends: Sequence[str] = ("cpu",),
             alts = (_schema_problem(node, table),)
         elif schema is None:
             alts = (_schema_problem(node, table), *alts)
+        from .unsupported import Unsupported   # (a class a load that dispatches every node never builds)
+
         missing.append(Unsupported(node, op, shown, dts, _source(node), alts))
     if missing:
         head = (f"{len(missing)} node(s) have no kernel on backend(s) {', '.join(backends)}:")
@@ -403,3 +384,11 @@ def resolve_graph(graph, table: KernelTable, backends: Sequence[str] = ("cpu",),
             exc.hint = "install or enable a plugin that provides them ('srcore list-ops' shows what is installed)"
         raise exc
     return resolved
+
+
+def __getattr__(name: str):   # ``resolve.Unsupported`` as before (PEP 562), from its own module
+    if name == "Unsupported":
+        from .unsupported import Unsupported
+
+        return Unsupported
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

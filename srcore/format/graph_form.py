@@ -17,7 +17,7 @@ from typing import Any, Mapping
 
 from .._fastjson import loads
 from ..ir.graph import Block, Graph, SourceLocation
-from ..ir.types import SIMPLE_TYPES, ListType, OptionalType, TensorType, TupleType, _SimpleType
+from ..ir.types import SIMPLE_TYPES, ListType, TensorType, _SimpleType, lazy_type
 
 __all__ = ["encode", "decode", "same_graph", "VERSION"]
 
@@ -116,9 +116,9 @@ class _Encoder:
             return ["t", t.dtype, None if t.shape is None else list(t.shape)]
         if type(t) is ListType:
             return ["l", self.type_id(t.elem)]
-        if type(t) is OptionalType:
+        if type(t) is lazy_type("OptionalType"):
             return ["o", self.type_id(t.elem)]
-        if type(t) is TupleType:
+        if type(t) is lazy_type("TupleType"):
             return ["u", [self.type_id(e) for e in t.elems]]
         raise _Unsupported(f"type {t}")
 
@@ -155,8 +155,12 @@ def decode(text: str, params: Mapping[str, Any] | None) -> Graph:
         elif tag == "l":
             t = ListType(types[enc[1]])
         elif tag == "o":
+            from ..ir.compound_types import OptionalType
+
             t = OptionalType(types[enc[1]])
         elif tag == "u":
+            from ..ir.compound_types import TupleType
+
             t = TupleType(tuple(types[i] for i in enc[1]))
         else:
             raise ValueError(f"unknown type tag {tag!r}")

@@ -4,11 +4,10 @@
 and ``print_graph`` the text format; ``GraphBuilder`` builds graphs from
 Python; ``verify`` checks the invariants.
 """
-from .quant import QDTYPES, QParams, check_qparams, is_quantized
+from .quant import QDTYPES, check_qparams, is_quantized
 from .graph import Block, Graph, Node, SourceLocation, Use, Value, clone_node, copy_block_into
 from .types import (ANY, BOOL, DEVICE, FLOAT, INT, NONE, NUMBER, STR, TENSOR, AnyType, BoolType,
-                    DeviceType, DictType, FloatType, IntType, ListType, NoneType, NumberType,
-                    OptionalType, StrType, TensorType, TupleType, Type)
+                    DeviceType, FloatType, IntType, ListType, NoneType, NumberType, StrType, TensorType, Type)
 
 __all__ = [
     "Graph", "Block", "Node", "Value", "Use", "SourceLocation", "clone_node", "copy_block_into",
@@ -20,7 +19,13 @@ __all__ = [
 ]
 
 
-def __getattr__(name):  # the text format, builder and verifier load on first use
+def __getattr__(name):  # the text format, builder and verifier load on first use (and QParams: srcore.ir.qparams)
+    if name == "QParams":
+        from .qparams import QParams
+        return QParams
+    if name in ("OptionalType", "TupleType", "DictType"):   # (srcore.ir.rare_types)
+        from . import types
+        return getattr(types, name)
     if name == "parse_graph":
         from .parser import parse_graph
         return parse_graph

@@ -82,57 +82,6 @@ def _zero_points(value) -> int | tuple[int, ...]:
     return _check_zero_point(_scalar(value), "zero_point")
 
 
-@attrs.frozen
-@shared_repr
-class QParams:
-    """Affine quantization parameters: ``real = (q - zero_point) * scale``.
-
-    Per tensor: ``QParams(0.05, 64)``. Per channel: ``QParams((0.1, 0.2), (0, 0), axis=0)``, one
-    scale and zero point per index along ``axis``. Scales must be positive and finite and zero
-    points integers (else :class:`srcore.QuantizationError`); whether a zero point fits a dtype
-    and the axis a shape is :func:`check_qparams`'s job.
-    """
-
-    scale: float | tuple[float, ...] = attrs.field(converter=_scales)
-    zero_point: int | tuple[int, ...] = attrs.field(converter=_zero_points)
-    axis: int | None = None
-
-    def __attrs_post_init__(self) -> None:
-        per_channel = isinstance(self.scale, tuple)
-        if per_channel != isinstance(self.zero_point, tuple):
-            raise QuantizationError("scale and zero_point must both be per tensor (numbers) or both per "
-                                    "channel (sequences)")
-        if per_channel:
-            if isinstance(self.axis, bool) or not isinstance(self.axis, int) or self.axis < 0:
-                raise QuantizationError(f"per-channel parameters need an axis >= 0, got {self.axis!r}")
-            if not self.scale:
-                raise QuantizationError("per-channel parameters need at least one scale")
-            if len(self.scale) != len(self.zero_point):
-                raise QuantizationError(f"{len(self.scale)} scales but {len(self.zero_point)} zero points")
-        elif self.axis is not None:
-            raise QuantizationError(f"per-tensor parameters take no axis (got axis={self.axis!r})")
-
-    @property
-    def per_channel(self) -> bool:
-        return self.axis is not None
-
-    @property
-    def channels(self) -> int | None:
-        """How many channels per-channel parameters cover (None per tensor)."""
-        return len(self.scale) if self.axis is not None else None
-
-    def describe(self) -> str:
-        """``scale=0.05, zero_point=64`` or ``axis=0, scale=[...], zero_point=[...]``, as IR text writes it."""
-        if self.axis is None:
-            return f"scale={_float(self.scale)}, zero_point={self.zero_point}"
-        scales = ", ".join(_float(s) for s in self.scale)
-        zps = ", ".join(str(z) for z in self.zero_point)
-        return f"axis={self.axis}, scale=[{scales}], zero_point=[{zps}]"
-
-    def __str__(self) -> str:
-        return self.describe()
-
-
 def _float(x: float) -> str:
     return repr(float(x))  # shortest text that reads back to the same double
 
@@ -162,6 +111,8 @@ def check_qparams(dtype: str, qparams: QParams | None, shape: Sequence | None = 
 
 def qparams_from_kwargs(kwargs: dict[str, Any]) -> QParams | None:
     """The :class:`QParams` of IR text's ``scale=``, ``zero_point=`` and ``axis=`` (None if absent)."""
+    from .qparams import QParams
+
     if not ({"scale", "zero_point", "axis"} & set(kwargs)):
         return None
     missing = [k for k in ("scale", "zero_point") if k not in kwargs]
@@ -181,6 +132,8 @@ def qparams_from_kwargs(kwargs: dict[str, Any]) -> QParams | None:
 def add_scalar_qparams(dtype: str, q: QParams, c: float) -> QParams:
     """torch's output parameters of ``quantized::add_scalar``: the zero point moves by round(c / s);
     past the dtype's range the scale grows instead."""
+    from .qparams import QParams
+
     qd = QDTYPES[dtype]
     s, z = q.scale, q.zero_point
     c_q = nearbyint(c / s)
@@ -194,6 +147,8 @@ def add_scalar_qparams(dtype: str, q: QParams, c: float) -> QParams:
 def mul_scalar_qparams(dtype: str, q: QParams, c: float) -> QParams:
     """torch's output parameters of ``quantized::mul_scalar``: the scale times |c|; c < 0 mirrors the
     zero point, c = 0 gives (1.0, 0)."""
+    from .qparams import QParams
+
     qd = QDTYPES[dtype]
     if c > 0:
         return QParams(c * q.scale, q.zero_point)
@@ -207,3 +162,11 @@ def nearbyint(x: float) -> int:
     if r - x == 0.5 and r % 2:  # a tie: to even, as std::nearbyint
         r -= 1
     return int(r)
+
+
+def __getattr__(name: str):   # ``quant.QParams`` as before (PEP 562), from its own module
+    if name == "QParams":
+        from .qparams import QParams
+
+        return QParams
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -3,7 +3,8 @@ and futures (the text parser and the TorchScript frontend make them).
 
 They are ``srcore.ir.types``' as much as the others (``from srcore.ir.types import UnionType`` works, through that
 module's ``__getattr__``); they live here so that a start whose graphs hold none does not build their five attrs
-classes (~1 M instructions each, docs/performance-log.md's cold-start topic).
+classes (~1 M instructions each, docs/performance-log.md's cold-start topic). Code that meets types of any kind
+tests for them with ``srcore.ir.types.lazy_type(name)``, which does not import this module.
 """
 from __future__ import annotations
 

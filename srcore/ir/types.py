@@ -15,13 +15,15 @@ parameters (:class:`srcore.ir.quant.QParams`), printed after the dims:
 from __future__ import annotations
 
 import sys
-from typing import Union
+from typing import TYPE_CHECKING, Union
 
 import attrs
 
 from .._convert import to_tuple
 from .._repr import shared_repr
-from .quant import QParams
+
+if TYPE_CHECKING:
+    from .qparams import QParams
 
 Dim = Union[int, str, None]
 
@@ -223,36 +225,6 @@ class ListType(Type):
         return f"{self.elem}[]"
 
 
-@attrs.frozen
-@shared_repr
-class OptionalType(Type):
-    elem: Type
-
-    def __str__(self) -> str:
-        return f"{self.elem}?"
-
-
-@attrs.frozen
-@shared_repr
-class TupleType(Type):
-    elems: tuple[Type, ...] = attrs.field(converter=to_tuple)
-
-    def __str__(self) -> str:
-        if len(self.elems) == 1:
-            return f"({self.elems[0]},)"
-        return "(" + ", ".join(str(e) for e in self.elems) + ")"
-
-
-@attrs.frozen
-@shared_repr
-class DictType(Type):
-    key: Type
-    value: Type
-
-    def __str__(self) -> str:
-        return f"Dict({self.key}, {self.value})"
-
-
 # Shared instances: the types are immutable, so one of each is enough.
 INT = IntType()
 FLOAT = FloatType()
@@ -283,33 +255,54 @@ SIMPLE_TYPES: dict[str, Type] = {
 OPAQUE_TYPE_NAMES = ("Storage", "Stream", "Capsule", "QScheme", "Quantizer", "AnyClassType", "AnyEnumType")
 
 
-#: the types of ``srcore.ir.rare_types``, which imports them from there on first use
-_RARE_TYPES = frozenset({"ClassType", "UnionType", "OpaqueType", "WrapperType", "FutureType"})
+#: the types built on first use, and their modules: ``srcore.ir.compound_types`` (optionals, tuples, dicts) and
+#: ``srcore.ir.rare_types`` (what TorchScript's classes, unions and handles need)
+_LAZY_TYPES = {
+    **{n: "compound_types" for n in ("OptionalType", "TupleType", "DictType")},
+    **{n: "rare_types" for n in ("ClassType", "UnionType", "OpaqueType", "WrapperType", "FutureType")},
+}
+_PACKAGE = __name__.rpartition(".")[0]
+
+
+class _NoInstances:
+    """What :func:`lazy_type` answers for a type whose module is not imported: nothing is an instance of it."""
+
+    __slots__ = ()
 
 
 def __getattr__(name: str):
-    if name in _RARE_TYPES:
-        from . import rare_types
+    module = _LAZY_TYPES.get(name)
+    if module is not None:
+        import importlib
 
-        return getattr(rare_types, name)
+        value = getattr(importlib.import_module(f"{_PACKAGE}.{module}"), name)
+        globals()[name] = value   # a plain attribute from now on
+        return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def lazy_type(name: str) -> type:
+    """The IR type class ``name`` (``"TupleType"``, ``"UnionType"``...) once its module is imported, else a class
+    nothing is an instance of: ``isinstance(t, lazy_type("TupleType"))`` without building the class (no value of
+    that type exists before it is)."""
+    mod = sys.modules.get(f"{_PACKAGE}.{_LAZY_TYPES[name]}")
+    return _NoInstances if mod is None else getattr(mod, name)
 
 
 def is_union(t: Type) -> bool:
     """``isinstance(t, UnionType)``, without importing ``srcore.ir.rare_types`` (no union exists before it is)."""
-    rare = sys.modules.get(__name__.rpartition(".")[0] + ".rare_types")
-    return rare is not None and isinstance(t, rare.UnionType)
+    return isinstance(t, lazy_type("UnionType"))
 
 
 def holds_ml_dtype(t: Type) -> bool:
     """True if a value of type ``t`` is or holds a tensor of one of :data:`ML_DTYPES`."""
     if isinstance(t, TensorType):
         return t.dtype in ML_DTYPES
-    if isinstance(t, (ListType, OptionalType)):
+    if isinstance(t, (ListType, lazy_type("OptionalType"))):
         return holds_ml_dtype(t.elem)
-    if isinstance(t, TupleType) or is_union(t):
+    if isinstance(t, (lazy_type("TupleType"), lazy_type("UnionType"))):
         return any(holds_ml_dtype(e) for e in t.elems)
-    if isinstance(t, DictType):
+    if isinstance(t, lazy_type("DictType")):
         return holds_ml_dtype(t.value)
     return False
 
@@ -318,10 +311,10 @@ def contains_tensor(t: Type) -> bool:
     """True if a value of type ``t`` is or holds a tensor."""
     if isinstance(t, TensorType):
         return True
-    if isinstance(t, (ListType, OptionalType)):
+    if isinstance(t, (ListType, lazy_type("OptionalType"))):
         return contains_tensor(t.elem)
-    if isinstance(t, TupleType):
+    if isinstance(t, lazy_type("TupleType")):
         return any(contains_tensor(e) for e in t.elems)
-    if isinstance(t, DictType):
+    if isinstance(t, lazy_type("DictType")):
         return contains_tensor(t.value)
     return isinstance(t, AnyType)

@@ -25,9 +25,8 @@ from .._digest import small_sha256
 from ..cachedir import cache_dir_str, cache_root, read_bytes
 from ..errors import DeclarationError
 from . import declarations
-from .declarations import Declaration, DispatchEntry
-from .schema import (AliasInfo, Argument, BaseType, Default, FunctionSchema, GenericType, ListType,
-                     OptionalType, Return, SchemaType, TupleType)
+from .declarations import Declaration
+from .schema import AliasInfo, Argument, BaseType, Default, FunctionSchema, ListType, OptionalType, Return, SchemaType
 
 __all__ = ["load_schemas", "load_schemas_lazily", "CachedDeclarations", "cache_dir", "clear_memory_cache", "encode",
            "decode", "FORMAT"]
@@ -163,12 +162,15 @@ class _Tables:
             row = ("O", self.type(t.elem), a)
         elif isinstance(t, ListType):
             row = ("L", self.type(t.elem), t.size, a)
-        elif isinstance(t, TupleType):
-            row = ("T", tuple(self.type(e) for e in t.elems), a)
-        elif isinstance(t, GenericType):
-            row = ("G", t.name, tuple(self.type(e) for e in t.args), a)
         else:
-            raise TypeError(f"unknown schema type {t!r}")
+            from .schema_rare_types import GenericType, TupleType
+
+            if isinstance(t, TupleType):
+                row = ("T", tuple(self.type(e) for e in t.elems), a)
+            elif isinstance(t, GenericType):
+                row = ("G", t.name, tuple(self.type(e) for e in t.args), a)
+            else:
+                raise TypeError(f"unknown schema type {t!r}")
         return self._add(self.types, "t", row)
 
     def arg(self, a) -> int:
@@ -226,8 +228,12 @@ def _decode_tables(type_rows, arg_rows, ret_rows) -> tuple[list, list]:
         elif tag == "L":
             t = ListType(types[e[1]], e[2], alias(e[3]))
         elif tag == "T":
+            from .schema_rare_types import TupleType
+
             t = TupleType(tuple(types[x] for x in e[1]), alias(e[2]))
         elif tag == "G":
+            from .schema_rare_types import GenericType
+
             t = GenericType(e[1], tuple(types[x] for x in e[2]), alias(e[3]))
         else:
             raise ValueError(f"bad type tag {tag!r}")
@@ -297,6 +303,11 @@ class CachedDeclarations(Sequence):
         args, rets = self._args, self._rets
         schema = FunctionSchema(name, overload, tuple([args[i] for i in ai]), tuple([rets[i] for i in ri]),
                                 vararg, varret)
-        entries = tuple(DispatchEntry(tuple(b), k, tuple(dt), src) for b, k, dt, src in dispatch)
+        if dispatch:
+            from .dispatch_entry import DispatchEntry   # (few declarations bind kernels: the class is built then)
+
+            entries = tuple(DispatchEntry(tuple(b), k, tuple(dt), src) for b, k, dt, src in dispatch)
+        else:
+            entries = ()
         return Declaration(schema, source, doc, tuple(tags), tuple(variants), entries, structured, delegate,
                            inherits, module)

@@ -52,17 +52,6 @@ _STR = "tag:yaml.org,2002:str"
 
 @attrs.frozen
 @shared_repr
-class DispatchEntry:
-    """One ``dispatch:`` line: backends (as written) -> kernel reference, with its dtypes and line."""
-
-    backends: tuple[str, ...]
-    kernel: str
-    dtypes: tuple[str, ...] = ("*",)
-    source: str = ""
-
-
-@attrs.frozen
-@shared_repr
 class Declaration:
     """One declared op overload and where it was declared (``file:line``)."""
 
@@ -238,6 +227,8 @@ def _dispatch(node, source: str) -> tuple[DispatchEntry, ...]:
         if not re.fullmatch(rf"{_NAME_RE}(\.{_NAME_RE})*(:{_NAME_RE}(\.{_NAME_RE})*)?", kernel):
             raise DeclarationError(f"bad kernel reference {kernel!r}: expected 'module:attr' or a name in the "
                                    "declaring package", source=_where(source, kernel_node, col=True))
+        from .dispatch_entry import DispatchEntry
+
         entries.append(DispatchEntry(backends, kernel, dtypes, _where(source, key)))
     return tuple(entries)
 
@@ -273,3 +264,11 @@ def _schema_error(e: SchemaError, node, text: str, source: str) -> DeclarationEr
     msg = str(e).split(" at column ", 1)[0]
     err = DeclarationError(msg, text=text, column=e.column, expected=e.expected, source=f"{source}:{line}:{col}")
     return err
+
+
+def __getattr__(name: str):   # ``declarations.DispatchEntry`` as before (PEP 562), from its own module
+    if name == "DispatchEntry":
+        from .dispatch_entry import DispatchEntry
+
+        return DispatchEntry
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

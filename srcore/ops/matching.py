@@ -22,7 +22,7 @@ from typing import Any
 
 from ..errors import VerificationError
 from ..ir import types as T
-from .schema import BaseType, FunctionSchema, GenericType, ListType, OptionalType, SchemaType, TupleType
+from .schema import BaseType, FunctionSchema, ListType, OptionalType, SchemaType
 
 __all__ = ["match_score", "matches", "type_score", "bind_defaults"]
 
@@ -81,7 +81,7 @@ def type_score(st: SchemaType, it: T.Type) -> int | None:
     if isinstance(st, OptionalType):
         if isinstance(it, T.NoneType):
             return _EXACT
-        if isinstance(it, T.OptionalType):
+        if isinstance(it, T.lazy_type("OptionalType")):
             return type_score(st.elem, it.elem)
         return type_score(st.elem, it)
     if isinstance(st, ListType):
@@ -91,12 +91,15 @@ def type_score(st: SchemaType, it: T.Type) -> int | None:
                 and isinstance(it, T.IntType)):
             return _CONVERT  # `int[2] stride` given one int: broadcast
         return None
+    # a tuple or generic schema type: its module is imported (srcore.ops.schema_rare_types)
+    from .schema_rare_types import GenericType, TupleType
+
     if isinstance(st, TupleType):
-        if isinstance(it, T.TupleType) and len(it.elems) == len(st.elems):
+        if isinstance(it, T.lazy_type("TupleType")) and len(it.elems) == len(st.elems):
             return _sum(type_score(s, i) for s, i in zip(st.elems, it.elems))
         return None
     if isinstance(st, GenericType):
-        if st.name == "Dict" and isinstance(it, T.DictType) and len(st.args) == 2:
+        if st.name == "Dict" and isinstance(it, T.lazy_type("DictType")) and len(st.args) == 2:
             return _sum((type_score(st.args[0], it.key), type_score(st.args[1], it.value)))
         if st.name == "Union":
             scores = [s for s in (type_score(a, it) for a in st.args) if s is not None]

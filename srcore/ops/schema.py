@@ -113,37 +113,6 @@ class ListType(SchemaType):
         return f"{self.elem}[{'' if self.size is None else self.size}]" + _alias_str(self.alias)
 
 
-@attrs.frozen
-@shared_repr
-class TupleType(SchemaType):
-    """``(T1, T2, ...)`` as used by prim ops."""
-
-    elems: tuple[SchemaType, ...]
-    alias: AliasInfo | None = None
-
-    def is_mutable(self) -> bool:
-        return any(e.is_mutable() for e in self.elems)
-
-    def __str__(self) -> str:
-        return "(" + ", ".join(map(str, self.elems)) + ")" + _alias_str(self.alias)
-
-
-@attrs.frozen
-@shared_repr
-class GenericType(SchemaType):
-    """A parameterised type: ``Dict(str, Tensor)``, ``Future(t)``, ``Union(int, str)``."""
-
-    name: str
-    args: tuple[SchemaType, ...]
-    alias: AliasInfo | None = None
-
-    def is_mutable(self) -> bool:
-        return self.alias is not None and self.alias.is_write
-
-    def __str__(self) -> str:
-        return f"{self.name}(" + ", ".join(map(str, self.args)) + ")" + _alias_str(self.alias)
-
-
 # -- defaults ------------------------------------------------------------------------------
 #: enum-like identifiers of native_functions.yaml and the integer TorchScript carries for them
 ENUM_DEFAULTS: dict[str, int] = {
@@ -324,3 +293,11 @@ class FunctionSchema:
         else:
             ret = "(" + ", ".join(rets) + ")"
         return f"{self.qualified_name}({', '.join(parts)}) -> {ret}"
+
+
+def __getattr__(name: str):   # ``schema.TupleType`` / ``GenericType`` as before (PEP 562), from their own module
+    if name in ("TupleType", "GenericType"):
+        from . import schema_rare_types
+
+        return getattr(schema_rare_types, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

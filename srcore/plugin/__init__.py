@@ -22,7 +22,7 @@ the same hooks).
 from .._lazy import lazy_getattr
 from ..errors import (EngineBuildError, EngineOptionError, KernelError, PluginError, QuantizationError, ShapeError,
                       SrcoreError, SrcoreFormatError, SrcoreInputError)
-from .types import ANY_QUANTIZED, KERNEL_KINDS, ArgInfo, Const, Backend, Kernel, NodeInfo, PluginInfo, ShapeRule, Specialized
+from .types import ANY_QUANTIZED, KERNEL_KINDS, ArgInfo, Backend, Kernel, NodeInfo, PluginInfo, Specialized
 
 from .hook_names import HookimplMarker  # noqa: E402
 
@@ -36,7 +36,9 @@ _LAZY = {
     **{n: f"srcore.plugin.engine_types:{n}" for n in ("Segment", "EngineOp", "EngineData")},
     # the records of the hooks a selective start never calls (srcore.plugin.hook_types)
     **{n: f"srcore.plugin.hook_types:{n}" for n in ("OpLibrary", "DType", "Decomposition", "EngineBuilder",
-                                                   "Subcommand")},
+                                                   "Subcommand", "ShapeRule")},
+    # a value a matcher binds at load (srcore.plugin.const: built when a matcher first binds one)
+    "Const": "srcore.plugin.const:Const",
     # IR types and dtype codes (kernels that look at types, shape rules, engine builders)
     **{n: f"srcore.ir.types:{n}" for n in ("TensorType", "BoolType", "FloatType", "IntType", "ListType",
                                            "SCALAR_TYPE_CODES", "DTYPE_TO_SCALAR_TYPE_CODE", "ML_DTYPES")},
@@ -60,7 +62,7 @@ _LAZY = {
     "progress": "srcore.progress:progress",
     # quantized values and their parameters
     "QuantizedArray": "srcore.qarray:QuantizedArray",
-    "QParams": "srcore.ir.quant:QParams",
+    "QParams": "srcore.ir.qparams:QParams",
     "QDTYPES": "srcore.ir.quant:QDTYPES",
     "add_scalar_qparams": "srcore.ir.quant:add_scalar_qparams",
     "mul_scalar_qparams": "srcore.ir.quant:mul_scalar_qparams",
@@ -128,6 +130,9 @@ _LAZY = {
     # numpy's OpenBLAS held at one thread during a backend's regions, one hold per process for every plugin
     # (srcore.blas.openblas: controller, enter, leave, one_thread, on_caller, user_threads, held_count)
     "openblas": "srcore.blas:openblas",
+    # split float32 products whose parts call numpy's OpenBLAS from compiled code without the GIL (srcore.blas.
+    # native_team: team, Team, Gemm, batched_parts, sgemm_address, EPILOGUE_SIG); numba on first use
+    "native_team": "srcore.blas:native_team",
     # the clock candidate kernels are timed on (srcore.clock: per_call_ns, wall_ns_waited, clock_for): the
     # calling thread's own time for one-thread candidates, wall time for threaded ones
     "clock": "srcore.clock",

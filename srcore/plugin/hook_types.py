@@ -1,4 +1,4 @@
-"""Plugin records of the hooks a selective start never calls: op libraries, dtypes, decompositions,
+"""Plugin records of the hooks a selective start never calls: op libraries, dtypes, shape rules, decompositions,
 engine builders and subcommands (``srcore.plugin`` and ``srcore.plugin.types`` export them; this module,
 and the building of its classes, loads on first use).
 """
@@ -10,7 +10,7 @@ import attrs
 
 from .._convert import to_tuple as _to_tuple
 from .._repr import shared_repr
-from .types import _OP_OR_WILDCARD_RE, _REF_RE, ImplRef, PluginInfo, _check_name, _stamp
+from .types import _OP_OR_WILDCARD_RE, _REF_RE, ImplRef, PluginInfo, _check_impl, _check_name, _stamp
 
 
 @attrs.frozen
@@ -123,4 +123,37 @@ class Subcommand:
     provider: PluginInfo | None = attrs.field(default=None, eq=False)
 
     def provided_by(self, plugin: PluginInfo) -> "Subcommand":
+        return _stamp(self, plugin)
+
+
+@attrs.frozen
+@shared_repr
+class ShapeRule:
+    """The dtype/shape rule of some ops: ``rule(ctx) -> list`` of output types, one per output.
+
+    ``ops`` are qualified overload names (``"mylib::f.out"``), base names
+    (``"mylib::f"``: every overload without a rule of its own) or ``"ns::*"``
+    (every op of the namespace without a rule of its own). ``rule`` is a
+    callable or a ``"module:attribute"`` string imported on first use; it gets
+    a :class:`srcore.plugin.ShapeContext` (``ctx.tensor(0, "self")``,
+    ``ctx.known(1, "dim")``, ...) and returns one ``TensorType`` (or abstract
+    value, or other IR type) per node output, like the core's own rules
+    (docs/shapes.md). It may raise :class:`srcore.ShapeError` (``raise
+    ctx.fail("...")``) for inputs that contradict each other.
+    """
+
+    ops: tuple[str, ...] = attrs.field(converter=_to_tuple)
+    rule: ImplRef = attrs.field(validator=_check_impl, eq=False)
+    provider: PluginInfo | None = attrs.field(default=None, eq=False)
+
+    @ops.validator
+    def _check_ops(self, attribute, value):
+        if not value:
+            raise ValueError("a ShapeRule names no op")
+        for op in value:
+            if not isinstance(op, str) or not _OP_OR_WILDCARD_RE.match(op):
+                raise ValueError(f"invalid op name {op!r}: expected 'namespace::name', 'namespace::name.overload' "
+                                 "or 'namespace::*'")
+
+    def provided_by(self, plugin: PluginInfo) -> "ShapeRule":
         return _stamp(self, plugin)

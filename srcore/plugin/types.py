@@ -5,6 +5,7 @@ and the plugin manager stamps each record with the plugin that provided it.
 """
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable, Union
 
 import attrs
@@ -83,10 +84,11 @@ class _Pattern:
         return self._test(value)
 
     def regex_match(self):
-        """The compiled regex's ``match`` (from now on also :attr:`match`): for checking many names in a row."""
-        import re
+        """The compiled regex's ``match`` (from now on also :attr:`match`): for checking many names in a row
+        (compiled through ``srcore._re_cache``: ``re``'s compiler skipped from the second start)."""
+        from .._re_cache import compile as compile_cached
 
-        self.match = re.compile(self.pattern).match
+        self.match = compile_cached(self.pattern).match
         return self.match
 
 
@@ -284,39 +286,6 @@ def kernels_from_rows(rows, provider: PluginInfo | None) -> list["Kernel"]:
 
 @attrs.frozen
 @shared_repr
-class ShapeRule:
-    """The dtype/shape rule of some ops: ``rule(ctx) -> list`` of output types, one per output.
-
-    ``ops`` are qualified overload names (``"mylib::f.out"``), base names
-    (``"mylib::f"``: every overload without a rule of its own) or ``"ns::*"``
-    (every op of the namespace without a rule of its own). ``rule`` is a
-    callable or a ``"module:attribute"`` string imported on first use; it gets
-    a :class:`srcore.plugin.ShapeContext` (``ctx.tensor(0, "self")``,
-    ``ctx.known(1, "dim")``, ...) and returns one ``TensorType`` (or abstract
-    value, or other IR type) per node output, like the core's own rules
-    (docs/shapes.md). It may raise :class:`srcore.ShapeError` (``raise
-    ctx.fail("...")``) for inputs that contradict each other.
-    """
-
-    ops: tuple[str, ...] = attrs.field(converter=_to_tuple)
-    rule: ImplRef = attrs.field(validator=_check_impl, eq=False)
-    provider: PluginInfo | None = attrs.field(default=None, eq=False)
-
-    @ops.validator
-    def _check_ops(self, attribute, value):
-        if not value:
-            raise ValueError("a ShapeRule names no op")
-        for op in value:
-            if not isinstance(op, str) or not _OP_OR_WILDCARD_RE.match(op):
-                raise ValueError(f"invalid op name {op!r}: expected 'namespace::name', 'namespace::name.overload' "
-                                 "or 'namespace::*'")
-
-    def provided_by(self, plugin: PluginInfo) -> "ShapeRule":
-        return _stamp(self, plugin)
-
-
-@attrs.frozen
-@shared_repr
 class ArgInfo:
     """What a matcher sees of one argument: its schema name, IR type, and value if constant.
 
@@ -385,15 +354,6 @@ class NodeInfo:
 
 @attrs.frozen
 @shared_repr
-class Const:
-    """In a :class:`Specialized` call, a value bound at load instead of a node argument
-    (e.g. a Python float constant converted once to ``numpy.float32``)."""
-
-    value: Any = attrs.field(eq=False)
-
-
-@attrs.frozen
-@shared_repr
 class Specialized:
     """A matcher's answer: call ``fn`` with only some of the node's arguments.
 
@@ -407,11 +367,18 @@ class Specialized:
     kwargs: tuple[tuple[str, int | Const], ...] = attrs.field(default=(), converter=_to_tuple)
 
 
+def is_const(value: Any) -> bool:
+    """``isinstance(value, Const)``, without building the class (no Const exists before its module is imported)."""
+    mod = sys.modules.get("srcore.plugin.const")
+    return mod is not None and isinstance(value, mod.Const)
+
+
 #: records built on first use: those only engine backends and the partitioner use
 #: (``srcore.plugin.engine_types``; a model without engine backends never needs them), and the records of
 #: the hooks a selective start never calls (``srcore.plugin.hook_types``)
 __getattr__ = lazy_getattr(__name__, {
     **{n: f"srcore.plugin.engine_types:{n}" for n in ("Segment", "EngineOp", "EngineData")},
     **{n: f"srcore.plugin.hook_types:{n}" for n in ("OpLibrary", "DType", "Decomposition", "EngineBuilder",
-                                                   "Subcommand")},
+                                                   "Subcommand", "ShapeRule")},
+    "Const": "srcore.plugin.const:Const",
 }, globals())

@@ -7,16 +7,14 @@ per signature, so a run with a signature seen before pays only for the key.
 """
 from __future__ import annotations
 
+import sys
 from typing import Any, Sequence
 
-import attrs
 import numpy as np
 
 from .._lazyre import LazyPattern
-from .._repr import shared_repr
 from ..errors import SrcoreInputError
-from ..ir.types import (BOOL, FLOAT, INT, BoolType, FloatType, IntType, ListType, NoneType, OptionalType,
-                        TensorType, Type)
+from ..ir.types import BOOL, FLOAT, INT, BoolType, FloatType, IntType, ListType, NoneType, TensorType, Type, lazy_type
 
 
 def bind(names: Sequence[str], args: Sequence[Any], kwargs: dict[str, Any]) -> list[Any]:
@@ -111,22 +109,29 @@ def _what(v: Any) -> str:
     return type(v).__name__
 
 
-@attrs.frozen
-@shared_repr
-class ScalarSpec:
-    """The spec of an input that is not a tensor (an int, a float, a list...)."""
+def is_scalar_spec(s: Any) -> bool:
+    """``isinstance(s, ScalarSpec)``, without building the class (none exists before its module is imported:
+    models whose inputs are all tensors never import it)."""
+    mod = sys.modules.get(_SCALAR_SPEC)
+    return mod is not None and isinstance(s, mod.ScalarSpec)
 
-    name: str
-    type: Type
-    dtype = None
-    shape = None
+
+_SCALAR_SPEC = __name__.rpartition(".")[0] + ".scalar_spec"
+
+
+def __getattr__(name: str):   # ``inputs.ScalarSpec`` as before (PEP 562), from its own module
+    if name == "ScalarSpec":
+        from .scalar_spec import ScalarSpec
+
+        return ScalarSpec
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def as_arrays(values: list[Any], specs) -> list[Any]:
     """Tensor inputs that are not numpy arrays (lists, torch tensors) become arrays; a torch
     quantized tensor becomes a :class:`srcore.QuantizedArray`."""
     for i, (v, s) in enumerate(zip(values, specs)):
-        if not isinstance(v, np.ndarray) and not isinstance(s, ScalarSpec):
+        if not isinstance(v, np.ndarray) and not is_scalar_spec(s):
             if getattr(v, "is_quantized", False) is True:
                 values[i] = _from_torch_quantized(v, s.name)
                 continue
@@ -181,7 +186,7 @@ def input_types(values: Sequence[Any], specs) -> list[Type]:
         elif isinstance(v, float):
             out.append(FLOAT)
         else:
-            out.append(s.type if isinstance(s, ScalarSpec) else TensorType())
+            out.append(s.type if is_scalar_spec(s) else TensorType())
     return out
 
 
@@ -189,7 +194,7 @@ def check(values: Sequence[Any], specs) -> None:
     """Raise SrcoreInputError naming the first input that contradicts its spec."""
     symbols: dict[str, tuple[int, str]] = {}
     for v, s in zip(values, specs):
-        if isinstance(s, ScalarSpec):
+        if is_scalar_spec(s):
             _check_scalar(s.name, v, s.type)
             continue
         if not isinstance(v, np.ndarray):
@@ -237,7 +242,7 @@ def _check_dtype(s, v: np.ndarray) -> None:
 
 
 def _check_scalar(name: str, v: Any, t: Type) -> None:
-    if isinstance(t, OptionalType):
+    if isinstance(t, lazy_type("OptionalType")):
         if v is None:
             return
         t = t.elem

@@ -80,12 +80,14 @@ class Options:
         ``"interpreter"``: the reference loop over processed nodes.
     warm_up
         ``True`` (default): a model whose input specs fix one signature (every input a tensor of
-        fixed shape and dtype) is run twice at load on the same zero inputs, after its buffers are
-        planned and their pages written, so that its first call costs what a steady one does
+        fixed shape and dtype) is run at load through ``sm(x)``, after its buffers are planned and
+        their pages written: twice on the same zero inputs, then up to 12 runs in all within 10 ms,
+        other values in turn with the zeros, so that its first call runs what a steady one does
         (numpy's and the kernels' first-use paths, cold pages, what kernels bind at a second
-        call). Skipped for graphs with random or side-effecting ops (the warm-up would draw random
-        numbers, print, raise...); a warm-up that fails is ignored (the first call reports the
-        error). ``False``: no warm-up run.
+        call, branches zeros never take, bytecode the interpreter specialises from a function's
+        9th run). Skipped for graphs with random or side-effecting ops (the warm-up would draw
+        random numbers, print, raise...); a warm-up that fails is ignored (the first call reports
+        the error). ``False``: no warm-up run.
     check_inputs
         Check number, dtype, rank and shape of the inputs against the input specs, once
         per new input signature, raising :class:`srcore.SrcoreInputError`.

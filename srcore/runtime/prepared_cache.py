@@ -4,7 +4,7 @@ A load of a ``.srm`` file saved prepared (``StaticModule.save(path, prepared=Tru
 runs no pass and, usually, no shape propagation. This cache gives a model loaded from an ordinary file the same
 start from its second process on: once the first call of a ``StaticModule`` of a model that ``srcore.load`` read
 (and nothing changed since) has returned, a thread of its own saves the module prepared to
-``$SRCORE_CACHE_DIR/prepared/<header>/<key>.srm`` (:func:`write_later`: no call waits for it); a later load whose
+``$SRCORE_CACHE_DIR/prepared/<header>/<key>.srm`` (:class:`Writer`: no call waits for it); a later load whose
 key is the same reads that file and uses its graph (``sm.prepared_before`` and ``sm.prepared_cache == "hit"``).
 ``<header>`` stands for the file's header checksum: a later ``srcore.load`` of a file whose header this srcore
 has read before does not parse its graph until something uses it (:func:`parsed_before`,
@@ -62,8 +62,8 @@ _SOURCE_PACKAGES = ("ir", "ops", "passes", "runtime")
 #: header checksum)
 _sources: "weakref.WeakKeyDictionary[Any, tuple]" = weakref.WeakKeyDictionary()
 _source_state: list[str] = []
-#: entry path -> the thread writing it (:func:`write_later`)
-_writing: dict[str, threading.Thread] = {}
+#: entry path -> the thread writing it (:class:`Writer`)
+_writing: dict[str, "Writer"] = {}
 _writing_lock = threading.Lock()
 
 
@@ -196,8 +196,9 @@ def read(entry: str) -> Any:
     """The model kept at ``entry``, or None (absent, truncated, corrupt: the load prepares as usual). An entry
     this process is writing is waited for (a second load of a file in one process reads what the first made)."""
     writer = _writing.get(entry)
-    if writer is not None and writer is not threading.current_thread():
-        writer.join()
+    if writer is not None and writer.thread is not threading.current_thread():
+        writer.hurry()
+        writer.thread.join()
     try:
         os.stat(entry)
     except OSError:
@@ -212,33 +213,65 @@ def read(entry: str) -> Any:
         return None
 
 
-def write_later(sm: Any, entry: str) -> None:
-    """Write ``sm``'s entry on a thread of its own. ``StaticRuntime`` calls this once the module's first call has
-    returned: no call waits for the write (~half of a cold first call's time, printing the prepared graph and
-    parsing it back). The thread is no daemon: a process ending meanwhile waits for it, so even a one-call script
-    leaves its entry; a process killed meanwhile leaves none (or a stray temporary file), never half an entry."""
-    if sys.dont_write_bytecode:
-        return
-    with _writing_lock:
-        if entry in _writing:
-            return
-        writer = _writing[entry] = threading.Thread(target=_write_in_background, args=(sm, entry),
-                                                    name="srcore-prepared-cache")
-    writer.start()
+class Writer:
+    """The thread that writes a module's entry. Started by the load (``StaticModule``), it polls, holding no
+    interpreter lock between polls, until :meth:`go` has told it the module's first call returned, then writes,
+    :data:`WRITE_DELAY` later: no call waits for the write (~half of a cold first call's time, printing the
+    prepared graph and parsing it back; it takes the interpreter lock from the calls running meanwhile, so not
+    right after the first), and the first call pays for no thread start (``Thread.start`` waits for the new
+    thread to run: milliseconds on a busy machine) nor a wake-up (the woken thread took the interpreter lock from
+    the first call: 1.9 ms of a 50 us call), only for setting a flag. A daemon thread, so that a process whose
+    module is never called does not wait for it (a module dropped uncalled ends it); the writes begun are waited
+    for at exit, so even a one-call script leaves its entry; a process killed meanwhile leaves none (or a stray
+    temporary file), never half an entry."""
 
+    def __init__(self, sm: Any, entry: str):
+        global _at_exit
+        self.entry = entry
+        self._module = weakref.ref(sm)
+        self._event = threading.Event()   # set: look now (the module was dropped, or someone waits)
+        self._write = False
+        weakref.finalize(sm, self._event.set)
+        if not _at_exit:
+            import atexit
 
-def _write_in_background(sm: Any, entry: str) -> None:
-    import time
+            atexit.register(wait_for_writes)   # (after the interpreter's own wait for non-daemon threads)
+            _at_exit = True
+        self.thread = threading.Thread(target=self._run, name="srcore-prepared-cache", daemon=True)
+        self.thread.start()
 
-    # hand the interpreter lock back at once: ``start()`` returned into the caller, whose first result is due
-    time.sleep(0)
-    try:
-        write(sm, entry)
-    except Exception as exc:  # noqa: BLE001 - a cache that cannot be written is no error of the caller's
-        log.info("prepared cache: not writing %s (%s: %s)", entry, type(exc).__name__, exc)
-    finally:
+    def go(self) -> None:
+        """The module's first call has returned: write (unless this process writes the entry already)."""
         with _writing_lock:
-            _writing.pop(entry, None)
+            if self.entry not in _writing:
+                _writing[self.entry] = self
+                self._write = True
+
+    def hurry(self) -> None:
+        """Write now, without waiting for the next poll and :data:`WRITE_DELAY`."""
+        self._event.set()
+
+    def _run(self) -> None:
+        while not self._write:
+            if self._event.wait(WRITE_DELAY) and not self._write:
+                return   # the module went uncalled
+        self._event.wait(WRITE_DELAY)
+        try:
+            sm = self._module()
+            if sm is not None:
+                write(sm, self.entry)
+        except Exception as exc:  # noqa: BLE001 - a cache that cannot be written is no error of the caller's
+            log.info("prepared cache: not writing %s (%s: %s)", self.entry, type(exc).__name__, exc)
+        finally:
+            sm = None
+            with _writing_lock:
+                _writing.pop(self.entry, None)
+
+
+_at_exit = False
+#: seconds between a writer's polls, and from the poll that finds the first call returned to the write (unless
+#: waited for)
+WRITE_DELAY = 1.0
 
 
 def wait_for_writes(timeout: float | None = None) -> bool:
@@ -247,7 +280,8 @@ def wait_for_writes(timeout: float | None = None) -> bool:
 
     deadline = None if timeout is None else time.monotonic() + timeout
     for writer in list(_writing.values()):
-        writer.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        writer.hurry()
+        writer.thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
     return not _writing
 
 

@@ -16,7 +16,7 @@ from ..errors import SrcoreError
 from ..ir.alias import mutated_inputs
 from ..ir.types import TensorType, contains_tensor
 from ..memory.liveness import NodeFacts, analyze
-from ..plugin.types import Const
+from ..plugin.types import is_const
 from .processed import STRUCTURAL_KINDS, Arg, BlockInfo, ManagedTensor, ProcessedFunction, ProcessedNode
 
 
@@ -157,7 +157,7 @@ class GraphProcessor:
         spec = rk.specialized
         if spec is not None:
             def pick(i):
-                return Arg(None, i.value) if isinstance(i, Const) else full[i][1]
+                return Arg(None, i.value) if is_const(i) else full[i][1]
 
             args = tuple(pick(i) for i in spec.args)
             kwargs = tuple((name, pick(i)) for name, i in spec.kwargs)

@@ -24,7 +24,7 @@ from ..errors import ShapeError, SrcoreError, SrcoreInputError, UnknownBackendEr
 from ..ir.graph import Graph
 from ..ir.types import TensorType, Type
 from ..memory.planner import TensorRequest, Lifetime, lower_bound, make_planner, no_reuse_bytes
-from .inputs import ScalarSpec
+from .inputs import is_scalar_spec
 from .inputs import input_types as input_types_of
 from .lru import LRU, MAX_SIGNATURES
 from ..plugin.types import KERNEL_KINDS
@@ -97,9 +97,11 @@ class StaticModule:
         schemas = registry.schemas
         clock.stage("plugins")
         #: the prepared-model cache's part in this load: "hit" (the graph came prepared from it), "miss" (it
-        #: will be kept there after the first call), None (not cached: ``srcore.runtime.prepared_cache``)
+        #: will be kept there after the first call, unless nothing is written: PYTHONDONTWRITEBYTECODE), None
+        #: (not cached: ``srcore.runtime.prepared_cache``)
         self.prepared_cache = None
         self._cache_entry = None
+        self._writer = None
         self._loading = True   # a warm-up call is no first call (``_keep_prepared``)
         cacheable = options.prepared_cache and options.optimize and not options.engine_options \
             and not any(b in registry.engine_builders for b in options.backends)
@@ -260,12 +262,16 @@ class StaticModule:
                 clock.stage("signature")
             except SrcoreError:   # the first call with these inputs reports it, as for any other
                 self.declared_inputs = None
+        if self._cache_entry is not None:   # its writer, waiting for the first call (before the warm-up: the
+            from .prepared_cache import Writer   # first call finds its caches as the warm-up left them)
+
+            self._writer = Writer(self, self._cache_entry)
         if self.declared_inputs is not None:
             # and this thread's runtime (entry point, arenas, the signature's buffers): the first
             # call made from here is then a steady call (other threads build theirs on first use)
             rt = self.runtime()
             clock.stage("runtime")
-            if options.warm_up and _warm_up(rt, self.declared_inputs, graph):
+            if options.warm_up and _warm_up(self, rt, self.declared_inputs, graph):
                 clock.stage("warm_up")
         self._loading = False
         self.setup_time = time.perf_counter() - t0
@@ -301,7 +307,8 @@ class StaticModule:
             if rec is not None:
                 self.prepared_cache = "hit"
                 return cached, graph, specs, names, input_types, rec
-        self.prepared_cache, self._cache_entry = "miss", entry
+        # nothing is written under PYTHONDONTWRITEBYTECODE: then no first call hands an entry over
+        self.prepared_cache, self._cache_entry = "miss", (None if sys.dont_write_bytecode else entry)
         return None
 
     def _keep_prepared(self) -> None:
@@ -311,11 +318,9 @@ class StaticModule:
         if self._loading:
             return
         with self._lock:
-            entry, self._cache_entry = self._cache_entry, None
-        if entry is not None:
-            from .prepared_cache import write_later
-
-            write_later(self, entry)
+            writer, self._writer, self._cache_entry = self._writer, None, None
+        if writer is not None:
+            writer.go()
 
     # -- engines ---------------------------------------------------------------------------
     def warmup(self, *profiles, **shapes) -> list[tuple[str, tuple]]:
@@ -604,6 +609,8 @@ def _unpack(model) -> tuple[Any, tuple, tuple[str, ...]]:
             if isinstance(t, TensorType):
                 specs.append(InputSpec(name, t.dtype, t.shape))
             else:
+                from .scalar_spec import ScalarSpec
+
                 specs.append(ScalarSpec(name, t))
         model_graph = model
     elif hasattr(model, "graph") and hasattr(model, "input_specs"):
@@ -614,23 +621,38 @@ def _unpack(model) -> tuple[Any, tuple, tuple[str, ...]]:
             specs = []
             for i, v in enumerate(model_graph.inputs):
                 s = by_name.get(v.name)
-                specs.append(s if s is not None else ScalarSpec(v.name or f"input{i}", v.type))
+                if s is None:
+                    from .scalar_spec import ScalarSpec
+
+                    s = ScalarSpec(v.name or f"input{i}", v.type)
+                specs.append(s)
     else:
         raise SrcoreError(f"StaticModule needs a srcore.Model or a srcore.ir.Graph, not {type(model).__name__}")
     return model_graph, tuple(specs), tuple(s.name for s in specs)
 
 
-#: runs of the load's warm-up (``_warm_up``): the second binds what kernels bind at a second call
+#: runs of the load's warm-up (``_warm_up``) at least: the second binds what kernels bind at a second call
 WARM_UP_RUNS = 2
+#: and at most: more runs while they are cheap (:data:`WARM_UP_BUDGET`), so that the functions of a call run
+#: specialised: CPython 3.11 quickens a function's bytecode at its 8th execution and specialises its instructions
+#: at the next (a model of microseconds spent up to 3x its steady time in its first calls, all interpreter)
+WARM_UP_MAX_RUNS = 12
+#: seconds the warm-up's runs may take before it stops after :data:`WARM_UP_RUNS` (a model of a millisecond or
+#: more runs twice: the interpreter's part of its calls is small)
+WARM_UP_BUDGET = 0.01
 
 
-def _warm_up(rt, declared: tuple[np.ndarray, ...], graph) -> bool:
-    """Run ``rt`` twice on the same zero inputs of the declared signature, its arena's pages written
-    first, so that the first user calls find warm pages, caches and first-use paths (Options.warm_up).
-    Twice: what a kernel binds at its second call on the same arrays (trt_like's packed conv calls,
-    whose wrappers numba compiles or loads from its cache) is then made here, not in the user's
-    second call. Not for graphs whose run is observable (random, printing, raising, stateful ops) or
-    may not end on zeros (a while loop); any error is left to the first call. True if it ran."""
+def _warm_up(sm, rt, declared: tuple[np.ndarray, ...], graph) -> bool:
+    """Run ``sm`` on inputs of the declared signature through the caller's own path (``sm(x)``: the entry
+    point, its signature checks, the output), ``rt``'s arena pages written first, so that the first user
+    calls find warm pages, caches, first-use paths and specialised bytecode (Options.warm_up). Twice on the
+    same zeros first: what a kernel binds at its second call on the same arrays (trt_like's packed conv
+    calls, whose wrappers numba compiles or loads from its cache) is then made here, not in the user's
+    second call. Then up to :data:`WARM_UP_MAX_RUNS` runs within :data:`WARM_UP_BUDGET`, other values
+    (:func:`_other_values`) in turn with the zeros, so that a branch zeros never take (``if x.sum() > 0``)
+    is warm too (zeros only in a graph with a loop of computed trip count: other values might make it
+    long). Not for graphs whose run is observable (random, printing, raising, stateful ops) or may not
+    end (a while loop); any error is left to the first call. True if it ran."""
     import warnings
 
     from ..ir.effects import NONDETERMINISTIC_OPS, SIDE_EFFECT_OPS
@@ -640,14 +662,49 @@ def _warm_up(rt, declared: tuple[np.ndarray, ...], graph) -> bool:
     for arena in rt.arenas:
         arena.touch()
     zeros = [np.zeros(a.shape, a.dtype) for a in declared]
-    try:
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            for _ in range(WARM_UP_RUNS):
-                rt(*zeros)
-    except Exception as exc:   # noqa: BLE001 - zeros may be invalid input (an index); the first call reports it
-        log.debug("warm-up run on zeros failed (left to the first call): %s", exc)
+    # other values only where they cannot make a run long: no loop whose trip count is computed
+    other = zeros if any(_counted_loop(n) for n in graph.all_nodes()) else None
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t0 = time.perf_counter()
+        for i in range(WARM_UP_MAX_RUNS):
+            if i >= WARM_UP_RUNS and time.perf_counter() - t0 > WARM_UP_BUDGET:
+                break
+            if i < WARM_UP_RUNS or i % 2:
+                xs = zeros
+            else:
+                xs = other = _other_values(declared) if other is None else other
+            try:
+                sm(*xs)
+            except Exception as exc:   # noqa: BLE001 - invalid values (an index); the first call reports its own
+                log.debug("warm-up run failed (left to the first call): %s", exc)
+                if xs is zeros:
+                    break
+                other = zeros
     return True
+
+
+def _other_values(declared: tuple[np.ndarray, ...]) -> list[np.ndarray]:
+    """Warm-up inputs other than zeros: seeded normal values for floating point, ones for integers (a valid
+    index wherever zero is but for a dimension of one), alternating values for booleans."""
+    rng = np.random.default_rng(0)
+    out = []
+    for a in declared:
+        if a.dtype.kind in "fc":
+            out.append(rng.standard_normal(a.shape).astype(a.dtype))
+        elif a.dtype.kind == "b":
+            out.append((np.arange(a.size) % 2 == 0).reshape(a.shape))
+        else:
+            out.append(np.ones(a.shape, a.dtype))
+    return out
+
+
+def _counted_loop(node) -> bool:
+    """A ``prim::Loop`` whose trip count is computed at run time (it may come from the inputs' values)."""
+    if node.kind != "prim::Loop":
+        return False
+    count = node.inputs[0]
+    return count.node is None or count.node.kind != "prim::Constant"
 
 
 def _while_loop(node) -> bool:
@@ -663,7 +720,7 @@ def _declared_inputs(specs) -> tuple[np.ndarray, ...] | None:
     shape and numpy dtype, i.e. the one signature the model accepts; else None."""
     arrays = []
     for s in specs:
-        if isinstance(s, ScalarSpec) or s.shape is None or not all(type(d) is int for d in s.shape):
+        if is_scalar_spec(s) or s.shape is None or not all(type(d) is int for d in s.shape):
             return None
         try:
             dt = np.dtype(s.dtype) if s.dtype is not None else None
@@ -676,7 +733,7 @@ def _declared_inputs(specs) -> tuple[np.ndarray, ...] | None:
 
 
 def _spec_type(spec) -> Type:
-    if isinstance(spec, ScalarSpec):
+    if is_scalar_spec(spec):
         return spec.type
     return TensorType(spec.dtype, spec.shape)
 

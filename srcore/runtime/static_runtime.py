@@ -12,10 +12,10 @@ import numpy as np
 
 from .._attrs_code_cache import compile_exec
 from ..errors import KernelError, SrcoreError
-from ..ir.types import DictType, ListType
+from ..ir.types import ListType, lazy_type
 from .arena import BlockArena, aligned_slab, make_view
-from .inputs import (ScalarSpec, as_arrays, bind, check, flatten_structured, has_foreign_byte_order,
-                     input_types, to_native_byte_order)
+from .inputs import (as_arrays, bind, check, flatten_structured, has_foreign_byte_order,
+                     input_types, is_scalar_spec, to_native_byte_order)
 from .static_module import _nbytes
 
 if TYPE_CHECKING:
@@ -44,11 +44,11 @@ class StaticRuntime:
         self.module = module
         self.arenas = [BlockArena(module, b.index) for b in module.blocks]
         self._key: Any = None
-        self._tensor_inputs = tuple(not isinstance(s, ScalarSpec) for s in module.input_specs)
+        self._tensor_inputs = tuple(not is_scalar_spec(s) for s in module.input_specs)
         # torch's Python API hands a scripted model copies of its list/dict inputs: a model that writes
         # into one (``d[1] = a``) leaves the caller's unchanged, so srcore copies them too
         self._container_inputs = tuple(i for i, s in enumerate(module.input_specs)
-                                       if isinstance(s, ScalarSpec) and isinstance(s.type, (ListType, DictType)))
+                                       if is_scalar_spec(s) and isinstance(s.type, (ListType, lazy_type("DictType"))))
         self._n_inputs = len(module.input_specs)
         # a torch.export model with list/dict arguments: calls as torch takes them are flattened
         # (the structure parsed once per module, not per runtime)
@@ -83,6 +83,7 @@ class StaticRuntime:
         call, so each runtime gets a class of its own whose ``__call__`` is the generated function.
         """
         self._fast_fn = _make_fast_call(self)
+        self._armed = False   # its signature checks match nothing until ``_arm`` sets them
         cls = type(self)
         if cls.__dict__.get("_own_entry"):
             cls.__call__ = self._fast_fn
@@ -127,6 +128,10 @@ class StaticRuntime:
             raise self._kernel_error(exc) from exc
         if self.module._cache_entry is not None:   # a first call has returned: the prepared-model cache's turn
             self.module._keep_prepared()
+        if not self._armed and self._key == key and self.module._cache_entry is None:
+            # prepared, only kept off the fast path for the hand-off above (or a new entry point): the next call
+            # with this signature takes it, without preparing it again
+            self._arm(args)
         return out[0] if self._single else out
 
     def clone(self) -> "StaticRuntime":
@@ -216,11 +221,16 @@ class StaticRuntime:
                     fn.__kwdefaults__ = {f"_b{s}": self._buffers[b].get(s) for b, s in gb.buffers}
         self._out_layouts = [info.outputs.get(s) for s in self._output_slots]
         # a pending slot growth (standard resizing) takes effect on the next run; a prepared-cache entry still to
-        # write keeps calls on the slow path, which hands it to its writer after the first call
-        self._key = None if pending or m._cache_entry is not None else key
+        # write keeps calls on the slow path, which hands it to its writer after the first call (and then arms
+        # the fast path for this signature: ``_call_slow``)
+        self._key = None if pending else key
+        self._arm(values if self._key is not None and m._cache_entry is None else None)
+
+    def _arm(self, values) -> None:
+        """Set the entry point's signature checks to the inputs ``values`` (None: no call takes the fast path)."""
         defaults = {}
-        for i, (v, is_tensor) in enumerate(zip(values, self._tensor_inputs)):
-            if self._key is None:
+        for i, (v, is_tensor) in enumerate(zip(values or (None,) * self._n_inputs, self._tensor_inputs)):
+            if values is None:
                 defaults[f"_s{i}"], defaults[f"_d{i}"] = _NEVER, _NEVER
             elif is_tensor and type(v) is np.ndarray:
                 defaults[f"_s{i}"], defaults[f"_d{i}"] = v.shape, v.dtype
@@ -233,6 +243,7 @@ class StaticRuntime:
                 defaults[f"_s{i}"], defaults[f"_d{i}"] = v, type(v)
         if defaults:
             self._fast_fn.__kwdefaults__ = defaults
+        self._armed = values is not None
 
     def _new_outputs(self) -> tuple:
         """Views for the managed output tensors of this run, in one fresh slab."""

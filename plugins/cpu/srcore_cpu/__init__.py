@@ -14,7 +14,7 @@ import importlib
 import os
 from collections.abc import Sequence
 
-from srcore.plugin import Backend, Kernel, ShapeRule, hookimpl
+from srcore.plugin import Backend, Kernel, hookimpl
 
 BACKEND = Backend("cpu", "numpy kernels (srcore-cpu)")
 
@@ -68,4 +68,6 @@ def srcore_shape_rules():
     from .decl.torch_fallback import AVAILABLE
 
     if AVAILABLE:  # ops that fall back to torch (and have no rule of their own) are typed by torch's meta kernels
+        from srcore.plugin import ShapeRule   # (built on first use: a selective start calls no rule hook)
+
         yield ShapeRule(("aten::*",), "srcore_cpu.torch_fallback:meta_rule")

@@ -15,6 +15,9 @@ from srcore_cpu.kernels import attention as K  # noqa: E402
 from srcore_cpu.kernels import parallel as P  # noqa: E402
 from srcore_cpu.kernels import row_split as RS  # noqa: E402
 
+#: kernels called directly, no executor or planner: the second pass (test.sh) deselects it
+pytestmark = pytest.mark.one_pass
+
 aten = torch.ops.aten
 RNG = np.random.default_rng(7)
 

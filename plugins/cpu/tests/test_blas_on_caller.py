@@ -19,6 +19,9 @@ from srcore_cpu.kernels import linalg as L
 from srcore_cpu.kernels import parallel as P
 from srcore_cpu.kernels import tactic
 
+#: kernels called directly, no executor or planner: the second pass (test.sh) deselects it
+pytestmark = pytest.mark.one_pass
+
 TOL = dict(rtol=1e-4, atol=1e-4)
 
 

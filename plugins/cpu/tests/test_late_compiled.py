@@ -40,6 +40,7 @@ def pin(monkeypatch):
     return fix
 
 
+@pytest.mark.one_pass   # matchers and kernels called directly, no executor or planner: not in the second pass
 def test_without_numba_the_numpy_kernel_is_kept_and_nothing_is_built(pin):
     timed = pin("compiled", loaded=False)
     built = []
@@ -49,6 +50,7 @@ def test_without_numba_the_numpy_kernel_is_kept_and_nothing_is_built(pin):
     assert k.tactic == "numpy" and not built and not timed
 
 
+@pytest.mark.one_pass   # matchers and kernels called directly, no executor or planner: not in the second pass
 @pytest.mark.parametrize("winner", ["numpy", "compiled"])
 def test_with_numba_the_timed_winner_is_kept(pin, winner):
     timed = pin(winner)
@@ -58,6 +60,7 @@ def test_with_numba_the_timed_winner_is_kept(pin, winner):
     assert k.tactic == winner and timed == [["compiled", "numpy"]]   # timed once
 
 
+@pytest.mark.one_pass   # matchers and kernels called directly, no executor or planner: not in the second pass
 def test_a_compiled_kernel_that_fails_to_build_keeps_numpy(pin):
     pin("compiled")
 
@@ -67,6 +70,7 @@ def test_a_compiled_kernel_that_fails_to_build_keeps_numpy(pin):
     assert k(np.ones(1)).tolist() == [2.0] and k.tactic == "numpy"
 
 
+@pytest.mark.one_pass   # matchers and kernels called directly, no executor or planner: not in the second pass
 def test_off_switch_returns_the_numpy_kernel(monkeypatch):
     monkeypatch.setenv("SRCORE_CPU_LATE_COMPILED", "0")
     fn = lambda x: x   # noqa: E731
@@ -76,6 +80,7 @@ def test_off_switch_returns_the_numpy_kernel(monkeypatch):
 GN_SMALL = [((2, 8, 7, 9), 1), ((2, 6, 5, 3), 3), ((3, 4, 7), 2), ((1, 12, 2, 2), 12)]
 
 
+@pytest.mark.one_pass   # matchers and kernels called directly, no executor or planner: not in the second pass
 @pytest.mark.parametrize("winner", ["numpy", "compiled"])
 @pytest.mark.parametrize("shape,groups", GN_SMALL)
 def test_small_group_norm_matches_torch_either_way(pin, winner, shape, groups):
@@ -96,6 +101,7 @@ def test_small_group_norm_matches_torch_either_way(pin, winner, shape, groups):
     np.testing.assert_allclose(answer.fn(x.astype(np.float64), w, b), want, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.one_pass   # matchers and kernels called directly, no executor or planner: not in the second pass
 @pytest.mark.parametrize("winner", ["numpy", "compiled"])
 def test_small_native_group_norm_statistics_either_way(pin, winner):
     pin(winner)
@@ -112,6 +118,7 @@ def test_small_native_group_norm_statistics_either_way(pin, winner):
     assert answer.fn.tactic == winner
 
 
+@pytest.mark.one_pass   # matchers and kernels called directly, no executor or planner: not in the second pass
 @pytest.mark.parametrize("winner", ["numpy", "compiled"])
 def test_small_instance_norm_either_way(pin, winner):
     pin(winner)
@@ -130,6 +137,7 @@ def test_small_instance_norm_either_way(pin, winner):
 SM_CASES = [(2, 3, 11), (4, 33), (5, 1), (3, 7, 16), (1, 100)]
 
 
+@pytest.mark.one_pass   # matchers and kernels called directly, no executor or planner: not in the second pass
 @pytest.mark.parametrize("winner", ["numpy", "compiled"])
 @pytest.mark.parametrize("log", [False, True])
 @pytest.mark.parametrize("shape", SM_CASES)
@@ -150,6 +158,7 @@ def test_small_softmax_and_log_softmax_match_torch_either_way(pin, winner, log, 
     np.testing.assert_allclose(buf, want, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.one_pass   # matchers and kernels called directly, no executor or planner: not in the second pass
 def test_compiled_log_softmax_special_values_match_torch():
     from srcore_cpu.kernels.jit_softmax import LogSoftmax
 
@@ -164,6 +173,7 @@ def test_compiled_log_softmax_special_values_match_torch():
     np.testing.assert_allclose(out, F.log_softmax(T(wide), -1).numpy(), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.one_pass   # matchers and kernels called directly, no executor or planner: not in the second pass
 def test_softmax_over_another_dim_or_unknown_shape_is_not_late():
     t = TensorType("float32", (2, 3, 11))
     a = SK.softmax_matcher(node_info("aten::softmax.int", self=t, dim=1, dtype=None, outputs=(t,)))
@@ -214,6 +224,7 @@ ACTS = [("aten::silu", {}, F.silu), ("aten::sigmoid", {}, torch.sigmoid),
         ("aten::relu6", {}, F.relu6)]
 
 
+@pytest.mark.one_pass   # matchers and kernels called directly, no executor or planner: not in the second pass
 @pytest.mark.parametrize("winner", ["numpy", "compiled"])
 @pytest.mark.parametrize("op,consts,ref", ACTS)
 def test_small_activations_match_torch_either_way(pin, winner, op, consts, ref):
@@ -237,6 +248,7 @@ def test_small_activations_match_torch_either_way(pin, winner, op, consts, ref):
             assert answer.fn.tactic == winner
 
 
+@pytest.mark.one_pass   # matchers and kernels called directly, no executor or planner: not in the second pass
 @pytest.mark.parametrize("winner", ["numpy", "compiled"])
 @pytest.mark.parametrize("shape,ns", [((4, 8), (8,)), ((2, 3, 5), (3, 5)), ((6, 1), (1,))])
 def test_small_layer_norm_matches_torch_either_way(pin, winner, shape, ns):
@@ -255,6 +267,7 @@ def test_small_layer_norm_matches_torch_either_way(pin, winner, shape, ns):
     assert answer.fn.tactic == winner
 
 
+@pytest.mark.one_pass   # matchers and kernels called directly, no executor or planner: not in the second pass
 def test_the_candidates_are_timed_on_the_threads_own_clock(monkeypatch):
     """Both run on the calling thread: its CPU clock at any thread count (no wall-clock retry pauses)."""
     seen = []

@@ -20,6 +20,7 @@ def pad_path(request, monkeypatch):
     return request.param
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 @pytest.mark.parametrize("mode", ["constant", "reflect", "replicate", "circular"])
 @pytest.mark.parametrize("pads,shape", [((1, 2), (2, 3, 5)), ((1, 1, 2, 0), (1, 2, 4, 5)), ((0, 1, 1, 2), (2, 3, 4))])
 def test_pad_modes_match_torch(mode, pads, shape, pad_path):
@@ -31,6 +32,7 @@ def test_pad_modes_match_torch(mode, pads, shape, pad_path):
     np.testing.assert_array_equal(out, ref)
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 def test_constant_pad_value_and_negative_crop():
     x = np.arange(12, dtype=np.int64).reshape(3, 4)
     for pads, value in (((1, -1), 7), ((-1, 2, 0, 1), -3)):
@@ -39,6 +41,7 @@ def test_constant_pad_value_and_negative_crop():
         np.testing.assert_array_equal(K.constant_pad_nd(x, list(pads), value), ref)
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 @pytest.mark.parametrize("pads", [(-2, -2), (-3, 2), (2, -3), (0, 3, -1, 0), (3, -1, 1, 1), (-1, 0, 0, -3)])
 def test_constant_pad_crops_and_pads_like_torch(pads):
     """The fill-and-copy path (not np.pad): crops that meet, pads beyond a crop, an empty result."""
@@ -49,6 +52,7 @@ def test_constant_pad_crops_and_pads_like_torch(pads):
     np.testing.assert_array_equal(K.constant_pad_nd(x, list(pads), 1.5, out=out), ref)
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 @pytest.mark.parametrize("mode", ["circular", "replicate"])
 @pytest.mark.parametrize("pads", [(-2, 1), (1, -2), (-1, -1), (2, -1), (-1, 1, -2, 1), (1, -1, 0, -2)])
 def test_negative_pads_crop_first(mode, pads, pad_path):
@@ -59,6 +63,7 @@ def test_negative_pads_crop_first(mode, pads, pad_path):
     np.testing.assert_array_equal(K.pad(x, list(pads), mode), ref)
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 def test_per_mode_ops_and_errors():
     x = RNG.standard_normal((1, 2, 4, 4)).astype(np.float32)
     t = torch.from_numpy(x)
@@ -71,6 +76,7 @@ def test_per_mode_ops_and_errors():
         K.pad(x, [1, 1, 1], "constant")
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 @pytest.mark.parametrize("fn,torch_fn", [(K.selu, F.selu), (lambda x, out=None: K.celu(x, 0.7, out=out),
                                                           lambda t: F.celu(t, 0.7))])
 def test_selu_celu(fn, torch_fn):

@@ -30,6 +30,7 @@ def _bits_equal(got, want):
     np.testing.assert_array_equal(np.asarray(got, np.float32).view(np.int32), want.view(np.int32))
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 @EXAMPLES
 @given(bits=st.sampled_from([8, 4, 2]), rows=st.integers(1, 30), dim4=st.integers(1, 12), seed=st.integers(0, 2 ** 16),
        magnitude=st.sampled_from([0.01, 1.0, 300.0]), weighted=st.booleans(), last=st.booleans(),
@@ -52,6 +53,7 @@ def test_embedding_bag_rowwise_offsets(bits, rows, dim4, seed, magnitude, weight
     _bits_equal(got, want)
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 def test_fixed_size_bags_and_pruned_rows():
     """2-D indices without offsets (one bag per row) and pruned tables (a compressed indices mapping,
     -1 for a pruned row; ``[0]`` for none pruned)."""
@@ -72,6 +74,7 @@ def test_fixed_size_bags_and_pruned_rows():
         _bits_equal(got, want)
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 def test_the_fma_is_rounded_once():
     """``embedding._fma`` rounds ``a * q + c`` once, as the fma fbgemm runs: where ``a * q`` is halfway
     between two float32 values and ``c`` tiny, float64 arithmetic alone would land on the midpoint and

@@ -65,6 +65,7 @@ def _levels_on_both_paths(qdtype, seed):
 
 
 # -- gelu ------------------------------------------------------------------------------------------------
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
 @pytest.mark.parametrize("qdtype", ["quint8", "qint8"])
 def test_gelu_every_level_on_both_paths(qdtype, approximate):
@@ -90,6 +91,7 @@ def _check_gelu(qdtype, approximate, *, seed, draws, scales):
             same(activation.gelu_out(srq(t), approximate), F.gelu(t, approximate=approximate))
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 def test_gelu_in_place_and_planned_buffer():
     t = qt(_levels_on_both_paths("quint8", 3)[0], "quint8", 0.03, 128)
     want = F.gelu(t)
@@ -105,6 +107,7 @@ def test_gelu_in_place_and_planned_buffer():
 
 
 # -- celu ------------------------------------------------------------------------------------------------
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 @EXAMPLES
 @given(x=qtensor((3, 70)), out_scale=st.floats(1e-3, 1.0), out_zp=st.integers(-60, 60),
        alpha=st.floats(0.1, 3.0))
@@ -114,6 +117,7 @@ def test_celu(x, out_scale, out_zp, alpha):
 
 
 # -- group / instance norm -------------------------------------------------------------------------------
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 @EXAMPLES
 @given(data=st.data(), n=st.integers(1, 2), groups=st.integers(1, 3), cpg=st.integers(1, 4),
        hw=st.tuples(st.integers(1, 9), st.integers(1, 11)), channels_last=st.booleans(),
@@ -161,6 +165,7 @@ def _norm_cases(count: int, seed: int):
         yield x, groups, weight, bias, float(rng.uniform(0.01, 0.2)), ozp
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 def test_group_norm_random_stream_matches_torch():
     """Bit for bit over a stream of random group norms: values that land within float32 rounding of a
     half step find torch's exact arithmetic (its variance is one FMA; every element is rounded before the
@@ -170,6 +175,7 @@ def test_group_norm_random_stream_matches_torch():
         same(norm.group_norm_out(srq(x.contiguous()), groups, weight.numpy(), bias.numpy(), 1e-5, scale, zp), want)
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 @settings(max_examples=300, deadline=None)
 @given(a=st.floats(-2.0 ** 20, 2.0 ** 20, width=32), b=st.floats(-2.0 ** 20, 2.0 ** 20, width=32),
        c=st.floats(-2.0 ** 40, 2.0 ** 40, width=32))
@@ -187,6 +193,7 @@ def test_fma_f32_rounds_once(a, b, c):
     assert got == best
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 def test_group_norm_refuses_what_torch_refuses():
     x = srq(qt(np.zeros((1, 6, 2, 2)), "quint8", 0.1, 0))
     with pytest.raises(srcore.KernelError, match="6 channels are not divisible by 4 groups"):
@@ -207,6 +214,7 @@ def _same_but_float_boundaries(got, ref, real):
     assert np.all(frac[off] < 1e-4), (np.nonzero(off), real[off])
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 @EXAMPLES
 @given(data=st.data(), shape=st.lists(st.integers(1, 40), min_size=1, max_size=4), fixed=st.booleans())
 def test_softmax(data, shape, fixed):
@@ -221,6 +229,7 @@ def test_softmax(data, shape, fixed):
     _same_but_float_boundaries(through_float.softmax_out(srq(x), dim, s, zp), ref, real)
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 @EXAMPLES
 @given(data=st.data(), batch=st.lists(st.integers(1, 3), max_size=2), m=st.integers(1, 9), k=st.integers(1, 40),
        n=st.integers(1, 9), out_scale=st.floats(1e-2, 2.0))
@@ -236,6 +245,7 @@ def test_matmul(data, batch, m, k, n, out_scale):
     _same_but_float_boundaries(through_float.matmul_out(srq(a), srq(b), out_scale, zp), ref, real)
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 def test_matmul_refuses_what_torch_refuses():
     a = srq(qt(np.zeros((2, 3, 4)), "quint8", 0.1, 0))
     with pytest.raises(srcore.KernelError, match="do not multiply"):
@@ -245,6 +255,7 @@ def test_matmul_refuses_what_torch_refuses():
 
 
 # -- channel_shuffle -------------------------------------------------------------------------------------
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 @pytest.mark.parametrize("channels_last", [False, True])
 def test_channel_shuffle(channels_last):
     t = qt(np.random.default_rng(0).integers(0, 256, (2, 12, 3, 5)), "quint8", 0.1, 7)
@@ -310,6 +321,7 @@ def test_eager_quantized_block_matches_torch(form):
 
 
 # -- prelu, threshold, clamp, dropout, batch_norm3d / _relu, quantized:: max pools -----------------------
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 @EXAMPLES
 @given(data=st.data(), shape=st.lists(st.integers(1, 9), min_size=2, max_size=4), one_weight=st.booleans(),
        out_scale=st.floats(1e-2, 0.5), out_zp=st.integers(-40, 40))
@@ -332,6 +344,7 @@ def binary_prelu(*args):
     return binary.prelu_out(*args)
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 @EXAMPLES
 @given(x=qtensor((3, 90)), threshold=st.floats(-2, 2), value=st.floats(-3, 3))
 def test_threshold(x, threshold, value):
@@ -339,6 +352,7 @@ def test_threshold(x, threshold, value):
     same(activation.threshold_out(srq(x), threshold, value), torch.ops.quantized.threshold(x, threshold, value))
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 def test_clamp_dropout_batch_norm3d_and_max_pools():
     from srcore_quantized.kernels import pool
 
@@ -398,6 +412,7 @@ def test_eager_prelu_dropout_batch_norm3d_match_torch():
 
 
 # -- comparisons, aten::prelu ----------------------------------------------------------------------------
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 @settings(max_examples=6, deadline=None)   # 12 comparisons an example
 @given(data=st.data(), shape=st.lists(st.integers(1, 6), min_size=1, max_size=3))
 def test_comparisons(data, shape):
@@ -442,6 +457,7 @@ def test_aten_prelu_and_comparisons_in_a_traced_model():
 
 
 # -- sort ------------------------------------------------------------------------------------------------
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 @EXAMPLES
 @given(data=st.data(), shape=st.lists(st.integers(1, 30), min_size=1, max_size=3), descending=st.booleans())
 def test_stable_sort_orders_ties_as_torch(data, shape, descending):
@@ -553,6 +569,7 @@ def test_unstable_sort_and_topk_indices_match_torch(data, shape, largest, sorted
         np.testing.assert_array_equal(g, w.numpy())
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 def test_a_long_ascending_1d_sort_is_torchs_radix_sort():
     """ATen sorts a 1-D ascending integer tensor of 32768 or more elements with fbgemm's radix sort (stable)."""
     from srcore_quantized.kernels import reduce
@@ -852,6 +869,7 @@ def test_quantized_std_without_degrees_of_freedom_matches_torch(correction):
         np.testing.assert_array_equal(got, w.numpy())
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 @pytest.mark.parametrize("qdtype", ["quint8", "qint8", "qint32"])
 def test_quantizers_store_nan_and_infinities_as_torch(qdtype):
     """NaN and +-inf through both of torch's quantizers: ``quantize_per_tensor`` (fbgemm's ``Quantize``,

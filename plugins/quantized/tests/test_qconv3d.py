@@ -35,6 +35,7 @@ def _x(shape, seed, zp):
                                                    0.05, zp)
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 @pytest.mark.usefixtures("fbgemm")
 @EXAMPLES
 @given(groups=st.sampled_from([1, 2, "dw"]), mult=st.integers(1, 2), dhw=st.tuples(*[st.integers(2, 6)] * 3),
@@ -63,6 +64,7 @@ def test_conv3d(groups, mult, dhw, k, stride, pad, dil, relu, per_channel, seed,
     _same(fn(srq(x), srq(w), b.numpy(), *settings_, g, 0.3, 40), ref(x, packed, 0.3, 40))
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 def test_conv3d_with_onednn_arithmetic():
     """oneDNN requantizes otherwise (``arith="onednn"``); a conv3d packed for it matches too."""
     if "onednn" not in torch.backends.quantized.supported_engines:
@@ -84,6 +86,7 @@ def test_conv3d_with_onednn_arithmetic():
         torch.backends.quantized.engine = old
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 @pytest.mark.usefixtures("fbgemm")
 @EXAMPLES
 @given(dims=st.sampled_from([1, 3]), groups=st.sampled_from([1, 2]), stride=st.integers(1, 2),

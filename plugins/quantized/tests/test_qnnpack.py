@@ -59,6 +59,7 @@ _SCALE = st.floats(0.004, 0.2)
 _ZP = st.integers(0, 255)
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 @EXAMPLES
 @given(seed=st.integers(0, 999), groups=st.sampled_from([1, 2, "dw"]), k=st.sampled_from([1, 3, 5]),
        stride=st.integers(1, 2), per_channel=st.booleans(), relu=st.booleans(), xs=_SCALE, xz=_ZP, ys=_SCALE,
@@ -78,6 +79,7 @@ def test_conv2d_is_qnnpacks(seed, groups, k, stride, per_channel, relu, xs, xz, 
     _same(fn(srq(x), srq(w), b.numpy(), [stride] * 2, [k // 2] * 2, [1, 1], g, ys, yz, "qnnpack"), ref)
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 @EXAMPLES
 @given(seed=st.integers(0, 999), n=st.integers(1, 24), k=st.integers(1, 40), per_channel=st.booleans(),
        relu=st.booleans(), xs=_SCALE, xz=_ZP, ys=_SCALE, yz=st.integers(0, 254))
@@ -96,6 +98,7 @@ def test_linear_and_dynamic_linear_are_qnnpacks(seed, n, k, per_channel, relu, x
     np.testing.assert_array_equal(fn(xf.numpy(), srq(w), b.numpy(), True, "qnnpack"), dyn.numpy())
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 @EXAMPLES
 @given(seed=st.integers(0, 999), stride=st.integers(1, 2), k=st.sampled_from([2, 3]), groups=st.sampled_from([1, 2]),
        xs=_SCALE, xz=_ZP, ys=_SCALE, yz=st.integers(0, 254))
@@ -109,6 +112,7 @@ def test_conv_transpose2d_is_qnnpacks(seed, stride, k, groups, xs, xz, ys, yz):
                                    "qnnpack"), ref)
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 999), shape=st.sampled_from([(2, 3, 5, 7), (1, 1, 1, 5), (4, 9), (3, 70)]),
        sa=_SCALE, za=_ZP, sb=_SCALE, zb=_ZP, so=_SCALE, zo=st.integers(0, 253), relu=st.booleans(),
@@ -124,6 +128,7 @@ def test_add_is_qnnpacks_fixed_point(seed, shape, sa, za, sb, zb, so, zo, relu, 
     _same(fn(srq(a), srq(b), so, zo), ref)
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 999), hw=st.tuples(st.integers(2, 11), st.integers(2, 11)), k=st.tuples(
     st.sampled_from([1, 2, 3, 4]), st.sampled_from([1, 2, 3, 4])), stride=st.integers(1, 3), pad=st.booleans(),
@@ -152,6 +157,7 @@ def test_average_pools_and_mean_are_qnnpacks(seed, hw, k, stride, pad, cip, s, z
             _same(qnnpack.mean_out(srq(x), [2, 3], keep), x.mean((2, 3), keepdim=keep))
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 def test_average_pool_of_a_window_whose_ties_torch_rounds_otherwise_is_refused():
     """At exact ties of windows of 6, 10, 12, ... elements torch's QNNPACK result follows neither
     half-to-even nor half-away-from-zero of the float32 product (measured): a KernelError naming the op
@@ -163,6 +169,7 @@ def test_average_pool_of_a_window_whose_ties_torch_rounds_otherwise_is_refused()
         qnnpack.mean_out(x, [2, 3], True)
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 @settings(max_examples=40, deadline=None)
 @given(s=st.floats(1e-4, 0.3), z=_ZP, so=st.floats(1e-4, 0.3), zo=_ZP)
 def test_table_activations_are_qnnpacks_on_every_level(s, z, so, zo):
@@ -243,6 +250,7 @@ def test_a_dynamic_lstm_imported_under_qnnpack_is_refused():
         srcore.from_torchscript(m, (torch.randn(1, 3, 4),))
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 @pytest.mark.parametrize("op", ["relu6", "hardtanh", "clamp"])
 def test_torch_qnnpack_clamps_a_channels_last_tensor_as_if_it_were_nchw(op):
     """torch 2.13 with the qnnpack engine clamps a channels-last quint8 tensor (a quantized conv's output)

@@ -257,6 +257,7 @@ def test_a_bool_masked_fill_stays_on_cpu():
     np.testing.assert_array_equal(sm(x, m), torch.from_numpy(x).masked_fill(torch.from_numpy(m), True).numpy())
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 @pytest.mark.parametrize("qdtype", sorted(DTYPES))
 @pytest.mark.parametrize("zp_odd", [True, False])
 @pytest.mark.parametrize("channels", [1, 3, 12, 17, 40])

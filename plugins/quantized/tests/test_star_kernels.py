@@ -239,6 +239,7 @@ def _star_ops():
     return table, ops
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 def test_no_cpu_star_kernel_runs_a_quantized_node_unless_it_takes_quantized():
     """Every op cpu registers with ``"*"``, on a node whose tensors are ``quint8``: a quantized_cpu kernel
     checked against torch above, a cpu kernel listing ``"quantized"`` (it never reads elements), or a
@@ -391,6 +392,7 @@ def test_a_quantized_model_with_an_op_srcore_cannot_run_quantized_fails_the_load
     assert "is not a quantized dtype" in str(err.value)
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 def test_the_data_kernels_refuse_what_torch_refuses_by_name():
     from srcore_quantized.kernels import shape as K
 

@@ -42,6 +42,7 @@ from .store import PlanStore, release_pages
 from .tactics.layout_choice import choose_layout
 from .tactics.block_fuse import fuse_blocks
 from .tactics.segment import compile_small, compile_untimed
+from .tactics.thread_plan import choose_threads
 
 log = logging.getLogger("srcore.trt_like")
 
@@ -220,6 +221,8 @@ class Engine:
                          f"(liveness lower bound {mem['lower_bound_bytes']:,}), "
                          f"{_ORIGIN[self.origin.get(shapes, 'built')]} in {secs * 1e3:.1f} ms")
             lines += [f"  {run.describe()}" for run in plan.layout_runs]
+            if plan.thread_choice is not None:
+                lines.append(f"  {plan.thread_choice.describe()}")
             for k, step in enumerate(plan.steps):
                 layer, tactic = step.layer, step.tactic
                 tactic = "in place" if k in plan.elided else tactic   # (its pieces written in its slices)
@@ -321,8 +324,10 @@ def make_plan(segment, shapes, options: dict[str, Any], name: str) -> Plan:
         steps = compile_small(net, steps, options, name, CONTEXTS, min_run=LONG_RUN if runs else 2,
                               whole=not tried)
         steps = fuse_blocks(net, steps, options, name, CONTEXTS)   # (at more than one thread, timed)
+    steps, threads = choose_threads(net, steps, options, name)
     plan = Plan(net, steps, CONTEXTS)
     plan.layout_runs = runs
+    plan.thread_choice = threads
     return plan
 
 

@@ -29,11 +29,14 @@ OPTIONS = {
                    "sequence on a 2-vCPU Sapphire Rapids: docs/trt-like.md)",
     "nchwc_rows": "true/false (default false): also offer the NCHW16c 1x1 and depthwise layers split over the "
                   "OpenMP team by bands of rows (each thread reads only its band's input)",
+    "thread_plan": "true/false (default true): at more than one intra-op thread, time the plan's split layers in "
+                   "the engine's sequence on their team, on the calling thread and mixed, and keep the fastest "
+                   "(tactics/thread_plan.py); false: every split on its team",
     "precision": "float32 (default) or int8: float layers compute in float32, a quantized segment's in int8; "
                  "int8 with 'calibration' data quantizes a float model first (srcore.quantize)",
 }
 PRECISIONS = ("float32", "int8")
-_BOOLS = ("fusion", "timing", "timing_cache", "mkl", "nchwc", "nchwc_split", "nchwc_rows")
+_BOOLS = ("fusion", "timing", "timing_cache", "mkl", "nchwc", "nchwc_split", "nchwc_rows", "thread_plan")
 
 #: every tactic name the table can offer (conv algorithms, then the other families); a test builds
 #: the candidates of each family and checks every name is here (tests/test_tactic_names.py)
@@ -80,6 +83,8 @@ CONV_TACTICS = ("gemm_1x1", "im2col_gemm", "im2col_gemm_team", "packed_gemm", "w
 OTHER_TACTICS = ("packed_gemm_max_pool", "mkl_packed", "mkl_split", "mkl", "numba", "numba_512", "numba_split", "numpy",
                  "numba_heads", "mkl_heads_team", "mkl_heads_omp",
                  "numpy_split", "segment",
+                 # GEMMs split over the core's native team at more than one thread (tactics/native.py)
+                 "native_rows", "native_cols",
                  "int8_sgemm", "int8_dgemm", "int8_simd",
                  # small stride-1 1-D convs (tactics/conv1d.py)
                  "conv1d_simd",

@@ -34,7 +34,7 @@ from .tactics.choose import MEMORY_TOLERANCE
 FORMAT = 2
 
 #: the engine options a plan depends on (a stored plan built with others is rebuilt)
-PLAN_OPTIONS = ("fusion", "timing", "mkl", "exclude_tactics", "memory_tolerance")
+PLAN_OPTIONS = ("fusion", "timing", "mkl", "exclude_tactics", "memory_tolerance", "thread_plan")
 
 
 class StalePlan(Exception):
@@ -62,7 +62,8 @@ def plan_options(options: dict[str, Any]) -> dict[str, Any]:
     """The plan-shaping engine options, as stored (defaults filled in)."""
     return {"fusion": bool(options.get("fusion", True)), "timing": bool(options.get("timing", True)),
             "mkl": bool(options.get("mkl", True)), "exclude_tactics": sorted(options.get("exclude_tactics", ())),
-            "memory_tolerance": float(options.get("memory_tolerance", MEMORY_TOLERANCE))}
+            "memory_tolerance": float(options.get("memory_tolerance", MEMORY_TOLERANCE)),
+            "thread_plan": bool(options.get("thread_plan", True))}
 
 
 def stale_reason(meta: dict[str, Any], options: dict[str, Any], here: dict[str, Any] | None = None) -> str | None:

@@ -36,6 +36,7 @@ def _reference(spec, x, w, b, act):
     return ACTS[act](y).numpy()
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 @pytest.mark.parametrize("act", sorted(ACTS))
 def test_every_conv_tactic_applies_the_activation_like_torch(act):
     seen = set()
@@ -55,6 +56,7 @@ def test_every_conv_tactic_applies_the_activation_like_torch(act):
             "depthwise_simd", "pointwise_simd"} <= seen, seen
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 def test_a_spec_with_relu_and_an_activation_or_an_unknown_one_is_an_error():
     with pytest.raises(TacticSpecError, match="relu and activation"):
         ConvSpec((1, 2, 5, 5), 2, 3, relu=True, activation="silu")
@@ -141,6 +143,7 @@ def test_1d_convs_run_in_engines_with_their_activations_like_torch():
     np.testing.assert_allclose(sm(x.numpy()), want, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 @pytest.mark.parametrize("act", sorted(ACTS))
 def test_a_tactic_fusing_the_activation_gives_the_bits_of_the_separate_pass(act):
     """The GEMM tactics' epilogue (every activation) and the SIMD tactics' stores (leaky relu) against
@@ -174,6 +177,7 @@ def test_a_tactic_fusing_the_activation_gives_the_bits_of_the_separate_pass(act)
         assert {"depthwise_simd", "depthwise_simd_blocked", "pointwise_simd"} <= fused, fused
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 @pytest.mark.parametrize("act", ["hardswish", "hardsigmoid"])
 def test_depthwise_simd_fuses_hard_activations_into_its_stores_with_the_separate_pass_bits(act):
     """``depthwise_simd`` applies hardswish / hardsigmoid in its vector stores (no pass after it):

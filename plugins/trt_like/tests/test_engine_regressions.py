@@ -190,6 +190,7 @@ def test_numpy_tactics_follow_torch(op, x, want, monkeypatch):
     np.testing.assert_array_equal(sm(np.array([x], np.float32)), np.array([want], np.float32))
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 def test_winograd_keeps_nan_and_inf_to_their_receptive_field():
     """Winograd's transforms mix a whole tile: one NaN or inf input made NaN outputs whose receptive
     field does not hold it; such inputs now take the direct tactic."""

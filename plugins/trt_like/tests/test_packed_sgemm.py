@@ -27,6 +27,7 @@ def _check(m, n, k, lanes, seed, lead=()):
     np.testing.assert_allclose(out, want, rtol=0, atol=4 * k * np.finfo(np.float32).eps * np.abs(want).max() + 1e-6)
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 @settings(max_examples=40, deadline=None)
 @given(m=st.integers(1, 40), n=st.integers(1, 80), k=st.integers(1, 600), lanes=st.sampled_from([8, 16]),
        seed=st.integers(0, 2**31 - 1))
@@ -34,6 +35,7 @@ def test_matches_float64(m, n, k, lanes, seed):
     _check(m, n, k, lanes, seed)
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 @pytest.mark.parametrize("m,n,k", [(250, 530, 700), (241, 257, 256), (64, 4096 // 8, 513), (7, 33, 1)])
 @pytest.mark.parametrize("lanes", [8, 16])
 def test_row_column_and_k_blocks(m, n, k, lanes):
@@ -42,6 +44,7 @@ def test_row_column_and_k_blocks(m, n, k, lanes):
     _check(m, n, k, lanes, 3)
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 def test_leading_dims_and_no_write_outside_the_output():
     _check(5, 19, 70, 8, 4, lead=(2, 3))
     rng = np.random.default_rng(5)
@@ -52,6 +55,7 @@ def test_leading_dims_and_no_write_outside_the_output():
     assert (buf[7 * 21:] == 7.0).all()     # (the last panel's masked stores)
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 def test_calls_from_threads_agree():
     """Each thread packs its rows into its own scratch."""
     rng = np.random.default_rng(0)
@@ -74,6 +78,7 @@ def test_calls_from_threads_agree():
     run_in_threads(work, 4)
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 def test_a_stored_packed_weight():
     rng = np.random.default_rng(6)
     w = rng.standard_normal((37, 300), dtype=np.float32)
@@ -152,6 +157,7 @@ def _blocked_input(x):
     return np.ascontiguousarray(xb.reshape(n, cb, 16, h, w).transpose(0, 1, 3, 4, 2))
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 @settings(max_examples=30, deadline=None)
 @given(n=st.integers(1, 2), c=st.integers(1, 70), o=st.integers(1, 40), h=st.integers(1, 12), w=st.integers(1, 12),
        blocked=st.booleans(), act=st.sampled_from(["none", "relu", "relu6", "leaky_relu"]),
@@ -181,6 +187,7 @@ def test_pointwise_sgemm_conv_matches_torch(n, c, o, h, w, blocked, act, seed):
     np.testing.assert_array_equal(out2, out)
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 def test_pointwise_sgemm_needs_a_plain_1x1():
     from srcore_trt_like.conv import ConvSpec
     from srcore_trt_like.conv.pointwise_sgemm import PointwiseSgemmTactic
@@ -190,6 +197,7 @@ def test_pointwise_sgemm_needs_a_plain_1x1():
         PointwiseSgemmTactic(spec, np.ones((4, 8, 1, 1), np.float32), None, False)
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 @settings(max_examples=30, deadline=None)
 @given(n=st.integers(1, 2), c=st.integers(1, 6), o=st.integers(1, 40), h=st.integers(1, 19), w=st.integers(1, 19),
        k=st.sampled_from([1, 2, 3, 5]), stride=st.integers(1, 3), pad=st.integers(0, 2), dil=st.integers(1, 2),

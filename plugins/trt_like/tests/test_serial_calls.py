@@ -40,6 +40,7 @@ CASES = {   # name: (tactic, C, O, k, stride, groups, (input blocked, output blo
 }
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 @pytest.mark.parametrize("name", CASES)
 def test_a_conv_layer_called_again_on_its_buffers_gives_torchs_result(name):
     cls, C, O, k, s, g, blocked, residual, act = CASES[name]
@@ -75,6 +76,7 @@ def test_a_conv_layer_called_again_on_its_buffers_gives_torchs_result(name):
         assert tactic.serial_calls(wide, y, res) is None
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 @pytest.mark.parametrize("name", ["simd_direct", "pointwise_simd", "depthwise_simd"])
 def test_a_layer_called_on_two_sets_of_buffers_in_turn_gives_torchs_result_on_each(name):
     """The compiled calls found for one set of arrays are never run for another: a call on other

@@ -61,6 +61,7 @@ def _shuffle(y, s):
     return y.reshape(N, O, s[0], s[1], qh, qw).transpose(0, 1, 4, 2, 5, 3).reshape(N, O, qh * s[0], qw * s[1])
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 def test_window_limit_declines():
     w = np.ones((2, 2, 9, 9), np.float32)   # 9x9 stride 1: a 9-tap window
     assert phase_conv(w, None, (1, 2, 4, 4), (1, 2, 12, 12), (1, 1), (0, 0), (1, 1), 1) is None
@@ -104,6 +105,7 @@ def test_engine_on_phase_candidates_matches_torch(monkeypatch):
         np.testing.assert_allclose(sm(x.numpy(), skip.numpy()), want, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 @pytest.mark.parametrize("x_shape, k, s, p, op, g, act", [
     ((2, 16, 2, 2), 4, 2, 1, 0, 1, "leaky_relu"),   # pix2pix's up-conv with its fused activation
     ((1, 6, 3, 4), 3, 2, 1, 1, 2, "relu"),          # grouped, output padding: an asymmetric window

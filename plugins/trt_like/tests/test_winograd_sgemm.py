@@ -40,6 +40,7 @@ def specs(draw):
                     negative_slope=0.1)
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 @settings(max_examples=60, deadline=None)
 @given(spec=specs(), seed=st.integers(0, 2**16), m=st.sampled_from([2, 4]), nt=st.sampled_from([1, 2, 3]))
 def test_matches_torch_and_the_split_gives_the_one_thread_bits(spec, seed, m, nt):
@@ -50,6 +51,7 @@ def test_matches_torch_and_the_split_gives_the_one_thread_bits(spec, seed, m, nt
         np.testing.assert_array_equal(_run(WinogradSgemmTactic(spec, w, b, m=m, threads=nt), x, res), one)
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 @pytest.mark.parametrize("spec", [
     ConvSpec((1, 300, 9, 11), 13, 3, 1, 1, relu=True, residual=True),   # two k blocks (KC = 256); 13 = 6 + 6 + 1 rows
     ConvSpec((1, 16, 70, 70), 20, 3, 1, 1),                            # F(4x4): 324 tiles, 21 panels (> NCP = 16)
@@ -68,6 +70,7 @@ def test_k_blocks_panel_blocks_and_images_on_a_team(spec, m, monkeypatch):
     np.testing.assert_array_equal(_run(again, x, res), one)
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 def test_non_finite_inputs_take_the_direct_path():
     spec = ConvSpec((1, 4, 9, 9), 5, 3, 1, 1)
     x, w, b, res = conv_case(spec, 1)
@@ -78,6 +81,7 @@ def test_non_finite_inputs_take_the_direct_path():
     np.testing.assert_array_equal(np.isfinite(got), np.isfinite(ref))
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 def test_refuses_what_winograd_does_not_compute():
     w = np.zeros((4, 4, 3, 3), np.float32)
     with pytest.raises(TacticSpecError, match="winograd_f4x4_sgemm: needs a 3x3 kernel, stride 1"):
@@ -86,6 +90,7 @@ def test_refuses_what_winograd_does_not_compute():
         WinogradSgemmTactic(ConvSpec((1, 4, 8, 8), 4, 3, 1, 1), w, None, m=3)
 
 
+@pytest.mark.one_pass   # kernels called directly, no executor or planner: not in the second pass
 def test_the_split_is_offered_at_more_than_one_thread(monkeypatch):
     spec = ConvSpec((1, 8, 10, 10), 8, 3, 1, 1)
     names = lambda: [t.name for t in conv_tactics(spec, np.ones(spec.weight_shape, np.float32), None)]  # noqa: E731

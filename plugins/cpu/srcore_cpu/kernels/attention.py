@@ -428,8 +428,28 @@ def make_encoder_layer(embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, 
     if shape is None or dt != np.float32:
         return layer
     norms = (norm_weight_1, norm_bias_1, norm_weight_2, norm_bias_2)
-    return _split_tail(layer, attention, ln_, norms, eps, norm_first, use_gelu, w1, ffn_bias_1, w2, ffn_bias_2,
+    best = _split_tail(layer, attention, ln_, norms, eps, norm_first, use_gelu, w1, ffn_bias_1, w2, ffn_bias_2,
                        mask_type, shape)
+    return _native_or(best, attention, ln_, norms, eps, norm_first, use_gelu, w1, ffn_bias_1, w2, ffn_bias_2,
+                      mask_type, shape)
+
+
+def _native_or(layer, attention, ln_, norms, eps, norm_first, use_gelu, w1, b1, w2, b2, mask_type, shape):
+    """``layer``, or the layer with its products on the native team (:mod:`.native_encoder`) where
+    that is built (more than one intra-op thread) and times faster at load (never by vendor)."""
+    from . import native_encoder
+    from . import tactic
+
+    native = native_encoder.make(attention, ln_, norms, eps, norm_first, use_gelu, w1, b1, w2, b2, mask_type,
+                                 shape, layer)
+    if native is None:
+        return layer
+    B, L = shape
+    src = np.random.default_rng(0).standard_normal((B, L, attention.E)).astype(np.float32)
+    best = tactic.fastest({"layer": layer, "native": native}, (src,),
+                          key=("encoder_native", B, L, attention.E, w1.shape[1], int(norm_first), int(use_gelu),
+                               getattr(layer, "what", "")))
+    return native if best == "native" else layer
 
 
 #: an encoder layer's tail (out-projection, feed-forward) under this many multiply-adds is not split

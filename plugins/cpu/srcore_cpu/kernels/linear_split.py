@@ -135,10 +135,10 @@ def native_candidates(wT: np.ndarray, b, in_shape, threads: int, fallback, act_=
     of output columns over :mod:`.native_team` (its parts never take the GIL; the bias add and the
     activation in each part, compiled), for a float32 C-contiguous ``input`` of ``in_shape`` (else
     ``fallback``); empty where that team is not available or turned off, or for an activation it
-    does not compile (:data:`.native_team.EPILOGUES`)."""
+    does not compile (:func:`.native_team.epilogue`)."""
     from . import native_team as NT
 
-    epi = NT.EPILOGUES.get(_epilogue_key(act_))
+    epi = NT.epilogue(_epilogue_key(act_))
     if epi is None:
         return {}
     team = NT.team(threads)

@@ -1,225 +1,29 @@
-"""Split float32 products whose parts run without the GIL: a team of spinning workers calling numpy's
-OpenBLAS ``cblas_sgemm`` from compiled code, for products of ~0.1-1 ms.
-
-The part pool (:mod:`.parallel`) runs Python parts: a worker must be woken (a futex: 25-100 us on
-the 2-vCPU AMD EPYC under KVM) and must then take the GIL from the caller, a second wake. A product
-of ~0.2 ms (bert_encoder's d x d projections, 128 x 256 x 256) split in two there ran no faster
-than on one thread: the caller had done both halves, or half and then waited, by the time the
-worker came (docs/performance-log.md, "Products of 0.2 ms split without the GIL"). Here a call is a
-table of parts (pointers, sizes, leading dimensions: :class:`Gemm`) that the caller publishes with
-one atomic store; the workers, spinning on that word in a ``nogil`` compiled loop for
-:data:`SPIN_US` after their last part, claim parts with a compare-and-swap and call
-``cblas_sgemm`` (then the optional bias add) without ever taking the GIL; the caller claims parts
-the same way and spins until all are done. A worker idle longer than that sleeps on a queue and is
-woken by the next call (as the part pool's), joining late; the parts are claimed, so the caller
-never waits for a worker that has not started one. Which thread runs a part never changes its
-bits (each part is one ``cblas_sgemm`` on a fixed block). Needs numpy's own OpenBLAS with 64-bit
-integers (its wheels' ``scipy_openblas64_``); elsewhere :func:`available` is false and the callers
-keep their other paths. ``SRCORE_CPU_NATIVE_SPLIT=0`` turns it off (``families_ab``'s ``+nonative``).
-"""
+"""The cpu plugin's side of the native team (``srcore.plugin.native_team``: split float32 products whose
+parts call numpy's OpenBLAS from compiled code without the GIL): the switch
+``SRCORE_CPU_NATIVE_SPLIT=0`` (``families_ab``'s ``+nonative``) and the activations a part applies to
+its block after the bias, as compiled epilogues (``numba.cfunc``: the compiled activations' own loops
+and options, :mod:`.jit_pointwise`, so the same bits as the unsplit kernels'). The team itself
+(:class:`Team`, :class:`Gemm`, :func:`batched_parts`, :func:`sgemm_address`) is the core's."""
 from __future__ import annotations
 
-import ctypes
 import os
-import platform
-import queue
-import threading
-import time
 
 import numpy as np
-from llvmlite import ir
-from numba import carray, njit, types
-from numba.core import cgutils
-from numba.extending import intrinsic
+from numba import carray, cfunc, njit
+
+from srcore.plugin import native_team as _core
 
 from . import jit as _J
 from . import jit_pointwise as _JP
 
+Gemm, Team, batched_parts, sgemm_address = _core.Gemm, _core.Team, _core.batched_parts, _core.sgemm_address
+NO_TRANS, TRANS, spin_iters = _core.NO_TRANS, _core.TRANS, _core.spin_iters
 _ENV = "SRCORE_CPU_NATIVE_SPLIT"
-_F = np.float32
-_Z = _F(0.0)
-#: how long an idle worker spins for the next call before it sleeps, in microseconds: a model's
-#: split products come tens to hundreds of microseconds apart
-SPIN_US = 300
-_X86 = platform.machine().lower() in ("x86_64", "amd64", "i386", "i686")
-#: flag words, a cache line apart: the published call (generation << _SHIFT | next part), the parts
-#: finished, the published call's table address, part count and a, b, c base addresses; the address of
-#: libc's ``sched_yield``
-_WORD, _FIN, _TABLE, _COUNT, _BASES, _YIELD = 0, 8, 16, 17, 18, 21
-#: spin rounds between two ``sched_yield`` calls (~6 us of ``pause`` on Zen 3)
-_YIELD_EVERY = 256
-_SHIFT = 20
-_MASK = (1 << _SHIFT) - 1
-#: a part's fields in its table: a, b, c (offsets from the call's bases, in bytes), bias (an address,
-#: 0: none), m, n, k, lda, ldb, ldc, trans_a, trans_b, epilogue (:data:`EPILOGUES`)
-_FIELDS = 13
-#: the activations a part applies to its block after the bias (the compiled ones of :mod:`.jit`)
-EPILOGUES = {None: 0, "relu": 1, "gelu:none": 2, "gelu:tanh": 3, "tanh": 4, "aten::silu": 5}
-#: a table's first fields: the part count, cblas_sgemm's address
-_HEAD = 2
-_ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112
-
-
-@intrinsic
-def _load_acquire(typingctx, flags, i):
-    """``flags[i]`` read atomically (re-read from memory on every call)."""
-    if not (isinstance(flags, types.Array) and flags.dtype == types.int64 and isinstance(i, types.Integer)):
-        return None
-
-    def codegen(context, builder, signature, args):
-        ary = context.make_array(signature.args[0])(context, builder, args[0])
-        idx = context.cast(builder, args[1], signature.args[1], types.intp)
-        return builder.load_atomic(builder.gep(ary.data, [idx]), "acquire", 8)
-    return types.int64(flags, i), codegen
-
-
-@intrinsic
-def _store_release(typingctx, flags, i, value):
-    """``flags[i] = value`` atomically, after every store before it (the table) is visible."""
-    if not (isinstance(flags, types.Array) and flags.dtype == types.int64):
-        return None
-
-    def codegen(context, builder, signature, args):
-        ary = context.make_array(signature.args[0])(context, builder, args[0])
-        idx = context.cast(builder, args[1], signature.args[1], types.intp)
-        val = context.cast(builder, args[2], signature.args[2], types.int64)
-        builder.store_atomic(val, builder.gep(ary.data, [idx]), "release", 8)
-        return context.get_dummy_value()
-    return types.void(flags, i, value), codegen
-
-
-@intrinsic
-def _cas(typingctx, flags, i, expected, new):
-    """Whether ``flags[i]`` was ``expected`` and is now ``new`` (one atomic compare-and-swap)."""
-    if not (isinstance(flags, types.Array) and flags.dtype == types.int64):
-        return None
-
-    def codegen(context, builder, signature, args):
-        ary = context.make_array(signature.args[0])(context, builder, args[0])
-        idx = context.cast(builder, args[1], signature.args[1], types.intp)
-        exp = context.cast(builder, args[2], signature.args[2], types.int64)
-        new_ = context.cast(builder, args[3], signature.args[3], types.int64)
-        res = builder.cmpxchg(builder.gep(ary.data, [idx]), exp, new_, "acq_rel", "monotonic")
-        return builder.extract_value(res, 1)
-    return types.boolean(flags, i, expected, new), codegen
-
-
-@intrinsic
-def _add(typingctx, flags, i, value):
-    """``flags[i] += value`` atomically."""
-    if not (isinstance(flags, types.Array) and flags.dtype == types.int64):
-        return None
-
-    def codegen(context, builder, signature, args):
-        ary = context.make_array(signature.args[0])(context, builder, args[0])
-        idx = context.cast(builder, args[1], signature.args[1], types.intp)
-        val = context.cast(builder, args[2], signature.args[2], types.int64)
-        builder.atomic_rmw("add", builder.gep(ary.data, [idx]), val, "acq_rel")
-        return context.get_dummy_value()
-    return types.void(flags, i, value), codegen
-
-
-@intrinsic
-def _pause(typingctx):
-    """x86's ``pause`` (a spin-wait hint); nothing elsewhere."""
-    def codegen(context, builder, signature, args):
-        if _X86:   # (LLVM's intrinsic: numba's LLVM parses no inline assembly)
-            fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), []),
-                                                "llvm.x86.sse2.pause")
-            builder.call(fn, [])
-        return context.get_dummy_value()
-    return types.void(), codegen
-
-
-_I32, _I64, _F32 = ir.IntType(32), ir.IntType(64), ir.FloatType()
-_PTR = ir.IntType(8).as_pointer()
-#: cblas_sgemm of an ILP64 OpenBLAS: (order, trans_a, trans_b: C enums), m, n, k, alpha, a, lda, b, ldb,
-#: beta, c, ldc (64-bit integers)
-_SGEMM = ir.FunctionType(ir.VoidType(), [_I32, _I32, _I32, _I64, _I64, _I64, _F32, _PTR, _I64, _PTR, _I64, _F32,
-                                         _PTR, _I64])
-
-
-@intrinsic
-def _sgemm(typingctx, fn, trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc):
-    """``c = op(a) @ op(b)`` (row-major, alpha 1, beta 0) by the ILP64 ``cblas_sgemm`` at address
-    ``fn`` (an argument, so the compiled code stays in numba's on-disk cache); every argument an
-    integer."""
-    if not all(isinstance(t, types.Integer) for t in (fn, trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc)):
-        return None
-
-    def codegen(context, builder, signature, args):
-        ty = signature.args
-        v = [context.cast(builder, x, t, types.int64) for x, t in zip(args, ty)]
-        f = builder.inttoptr(v[0], _SGEMM.as_pointer())
-        i32 = lambda x: ir.Constant(_I32, x)   # noqa: E731
-        ta, tb = builder.trunc(v[1], _I32), builder.trunc(v[2], _I32)
-        builder.call(f, [i32(_ROW_MAJOR), ta, tb, v[3], v[4], v[5], ir.Constant(_F32, 1.0),
-                         builder.inttoptr(v[6], _PTR), v[7], builder.inttoptr(v[8], _PTR), v[9],
-                         ir.Constant(_F32, 0.0), builder.inttoptr(v[10], _PTR), v[11]])
-        return context.get_dummy_value()
-    return types.void(fn, trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc), codegen
-
-
-@intrinsic
-def _call0(typingctx, fn):
-    """Call the C function ``int f(void)`` at address ``fn`` (``sched_yield``), ignoring its result."""
-    if not isinstance(fn, types.Integer):
-        return None
-
-    def codegen(context, builder, signature, args):
-        v = context.cast(builder, args[0], signature.args[0], types.int64)
-        builder.call(builder.inttoptr(v, ir.FunctionType(_I32, []).as_pointer()), [])
-        return context.get_dummy_value()
-    return types.void(fn), codegen
-
-
-@intrinsic
-def _f32_ptr(typingctx, addr):
-    """The float32 pointer at integer address ``addr``."""
-    if not isinstance(addr, types.Integer):
-        return None
-
-    def codegen(context, builder, signature, args):
-        v = context.cast(builder, args[0], signature.args[0], types.int64)
-        return builder.inttoptr(v, context.get_value_type(types.CPointer(types.float32)))
-    return types.CPointer(types.float32)(addr), codegen
-
-
-@intrinsic
-def _i64_ptr(typingctx, addr):
-    """The int64 pointer at integer address ``addr`` (a table's)."""
-    if not isinstance(addr, types.Integer):
-        return None
-
-    def codegen(context, builder, signature, args):
-        v = context.cast(builder, args[0], signature.args[0], types.int64)
-        return builder.inttoptr(v, context.get_value_type(types.CPointer(types.int64)))
-    return types.CPointer(types.int64)(addr), codegen
-
-
-@njit(nogil=True, cache=True)
-def _part(table, i, a0, b0, c0):
-    """Part ``i`` of ``table`` on operands at ``a0``, ``b0`` and an output at ``c0``."""
-    o = _HEAD + i * _FIELDS
-    a, b, c, bias = a0 + table[o], b0 + table[o + 1], c0 + table[o + 2], table[o + 3]
-    m, n, k, lda, ldb, ldc = table[o + 4], table[o + 5], table[o + 6], table[o + 7], table[o + 8], table[o + 9]
-    _sgemm(table[1], table[o + 10], table[o + 11], m, n, k, a, lda, b, ldb, c, ldc)
-    epi = table[o + 12]
-    if bias == 0 and epi == 0:
-        return
-    cp, bp = _f32_ptr(c), _f32_ptr(bias)
-    if bias != 0:
-        for r in range(m):
-            row = r * ldc
-            for j in range(n):
-                cp[row + j] += bp[j]
-    if epi == 0:
-        return
-    if ldc == n:   # (a block of whole rows: one pass over it)
-        _activate(carray(cp, (m * n,)), epi)
-    else:
-        for r in range(m):
-            _activate(carray(_f32_ptr(c + 4 * r * ldc), (n,)), epi)
+_Z = np.float32(0.0)
+_f32_ptr = _core.f32_ptr
+#: the activations a part may apply (their keys, as :func:`.linear_split._epilogue_key` names them);
+#: None: no activation
+EPILOGUES = (None, "relu", "gelu:none", "gelu:tanh", "tanh", "aten::silu")
 
 
 @njit(**_J.JIT)
@@ -241,196 +45,49 @@ def _activate(x, epi):
         _JP._silu_body(x, x)
 
 
-@njit(nogil=True, cache=True)
-def _relax(flags, j):
-    """One round of a spin: a ``pause``, and every :data:`_YIELD_EVERY` rounds ``sched_yield`` (its
-    address in ``flags[_YIELD]``): a thread the scheduler put on this core (the caller beside its
-    own worker, when other processes hold the other core) runs then instead of waiting out the spin."""
-    _pause()
-    if (j & (_YIELD_EVERY - 1)) == _YIELD_EVERY - 1 and flags[_YIELD] != 0:
-        _call0(flags[_YIELD])
+@njit(**_J.JIT)
+def _block(c, m, n, ldc, epi):
+    if ldc == n:   # (a block of whole rows: one pass over it)
+        _activate(carray(_f32_ptr(c), (m * n,)), epi)
+    else:
+        for r in range(m):
+            _activate(carray(_f32_ptr(c + 4 * r * ldc), (n,)), epi)
 
 
-@njit(nogil=True, cache=True)
-def _drain(flags, gen):
-    """Claim and run parts of call ``gen`` until none is left (or the call is closed, or a newer one
-    published). A part is claimed by a compare-and-swap of the word that still holds ``gen``, so the
-    call is open then and its table (``flags[_TABLE]``) alive until the part is counted: no table
-    is read before that (a closed call's may be gone)."""
-    while True:
-        w = _load_acquire(flags, _WORD)
-        if (w >> _SHIFT) != gen or (w & _MASK) >= flags[_COUNT]:
-            return
-        if _cas(flags, _WORD, w, w + 1):
-            _part(_i64_ptr(flags[_TABLE]), w & _MASK, flags[_BASES], flags[_BASES + 1], flags[_BASES + 2])
-            _add(flags, _FIN, 1)
+@cfunc(_core.EPILOGUE_SIG, cache=True)
+def _relu(c, m, n, ldc):
+    _block(c, m, n, ldc, 1)
 
 
-@njit(nogil=True, cache=True)
-def _publish(flags, table_addr, count, a0, b0, c0, gen):
-    flags[_FIN] = 0
-    flags[_TABLE] = table_addr
-    flags[_COUNT] = count
-    flags[_BASES], flags[_BASES + 1], flags[_BASES + 2] = a0, b0, c0
-    _store_release(flags, _WORD, gen << _SHIFT)
+@cfunc(_core.EPILOGUE_SIG, cache=True)
+def _gelu_erf(c, m, n, ldc):
+    _block(c, m, n, ldc, 2)
 
 
-@njit(nogil=True, cache=True)
-def _run(flags, gen, iters):
-    """The caller's side of call ``gen`` (published): its share of the parts, then a spin until every
-    part finished (then the call is closed: no part of it can be claimed any more) or ``iters``
-    pauses passed; whether they all finished."""
-    _drain(flags, gen)
-    count = flags[_COUNT]
-    for j in range(iters + 1):
-        if _load_acquire(flags, _FIN) >= count:
-            _store_release(flags, _WORD, (gen << _SHIFT) | _MASK)
-            return True
-        _relax(flags, j)
-    return False
+@cfunc(_core.EPILOGUE_SIG, cache=True)
+def _gelu_tanh(c, m, n, ldc):
+    _block(c, m, n, ldc, 3)
 
 
-@njit(nogil=True, cache=True)
-def _serve(flags, seen, iters):
-    """A worker's side: spin for a call newer than ``seen``, run its parts, spin again; returns the
-    newest call served once none came for ``iters`` pauses."""
-    while True:
-        g = seen
-        for j in range(iters):
-            g = _load_acquire(flags, _WORD) >> _SHIFT
-            if g != seen:
-                break
-            _relax(flags, j)
-        if g == seen:
-            return seen
-        _drain(flags, g)
-        seen = g
+@cfunc(_core.EPILOGUE_SIG, cache=True)
+def _tanh(c, m, n, ldc):
+    _block(c, m, n, ldc, 4)
 
 
-@njit(nogil=True, cache=True)
-def _run_alone(table_addr, a0, b0, c0):
-    table = _i64_ptr(table_addr)
-    for i in range(table[0]):
-        _part(table, i, a0, b0, c0)
+@cfunc(_core.EPILOGUE_SIG, cache=True)
+def _silu(c, m, n, ldc):
+    _block(c, m, n, ldc, 5)
 
 
-def spin_iters(us: float) -> int:
-    """How many spin rounds take about ``us`` microseconds here (a ``pause`` takes from a few to
-    ~150 cycles depending on the core: timed once)."""
-    flags = np.zeros(24, np.int64)
-    flags[_WORD], flags[_FIN], flags[_COUNT] = 1, -1, 0   # (no part to claim, none ever counted)
-    _run(flags, 0, 10)   # (compiled or loaded from numba's cache before timing)
-    n, best = 20000, float("inf")
-    for _ in range(3):
-        t = time.perf_counter_ns()
-        _run(flags, 0, n)   # (never finishes: no part counted)
-        best = min(best, (time.perf_counter_ns() - t) / n)
-    return max(1, int(us * 1e3 / max(best, 0.1)))
+_ADDRESSES = {None: 0, "relu": _relu, "gelu:none": _gelu_erf, "gelu:tanh": _gelu_tanh, "tanh": _tanh,
+              "aten::silu": _silu}
 
 
-def _sched_yield() -> int:
-    """The address of libc's ``sched_yield`` (0 where there is none)."""
-    try:
-        return ctypes.cast(ctypes.CDLL(None).sched_yield, ctypes.c_void_p).value or 0
-    except (AttributeError, OSError):
-        return 0
-
-
-def sgemm_address() -> int | None:
-    """The address of numpy's ILP64 ``cblas_sgemm`` (its bundled OpenBLAS), or None."""
-    from srcore.plugin import openblas
-
-    ctl = openblas.bundled_openblas()
-    if ctl is None or getattr(ctl, "_affix", ("", ""))[1] not in ("64_", "_64"):
-        return None
-    try:   # (threadpoolctl's controller finds the symbol under the wheel's prefix and suffix)
-        fn = ctl._get_symbol("cblas_sgemm")
-    except (AttributeError, OSError):
-        return None
-    return None if fn is None else ctypes.cast(fn, ctypes.c_void_p).value
-
-
-class Team:
-    """``size - 1`` daemon workers and the caller running :class:`Gemm` calls' parts; one call at a
-    time (concurrent callers: see :meth:`run`)."""
-
-    def __init__(self, size: int, spin_us: float = SPIN_US):
-        self.size = size
-        self.forked = False
-        self.iters = spin_iters(spin_us)
-        self.flags = np.zeros(24, np.int64)
-        self.flags[_YIELD] = _sched_yield()
-        self._gen = 0
-        self.busy = threading.Lock()
-        self._queues = [queue.SimpleQueue() for _ in range(size - 1)]
-        self._sleeping = [False] * (size - 1)
-        for k in range(size - 1):
-            threading.Thread(target=self._work, args=(k,), daemon=True, name="srcore-cpu-native-team").start()
-
-    def _work(self, k: int) -> None:
-        flags, q, seen = self.flags, self._queues[k], 0
-        while True:
-            seen = _serve(flags, seen, self.iters)
-            # (sleeping set before the last look: a call published after it puts a token; a stale
-            # token costs one more round of spinning)
-            self._sleeping[k] = True
-            if int(flags[_WORD]) >> _SHIFT == seen:
-                q.get()
-            self._sleeping[k] = False
-
-    def run(self, table: np.ndarray, addr: int, a0: int, b0: int, c0: int) -> None:
-        """Every part of ``table`` (a :class:`Gemm`'s, at address ``addr``) on operands at ``a0``,
-        ``b0`` and an output at ``c0``, the caller among the threads. A caller finding the team busy
-        (another runtime's call) runs them all itself."""
-        if self.forked:   # (this team's workers are the parent's: the child's own team)
-            child = team(self.size)
-            if child is not None and child is not self:
-                child.run(table, addr, a0, b0, c0)
-                return
-        if self.forked or not self.busy.acquire(False):
-            _run_alone(addr, a0, b0, c0)
-            return
-        try:
-            gen = self._gen = (self._gen + 1) & ((1 << 40) - 1) or 1
-            _publish(self.flags, addr, int(table[0]), a0, b0, c0, gen)
-            for k in range(self.size - 1):
-                if self._sleeping[k]:
-                    self._sleeping[k] = False
-                    self._queues[k].put(None)
-            while not _run(self.flags, gen, self.iters):
-                os.sched_yield()   # (a worker descheduled mid-part: let it run)
-        finally:
-            self.busy.release()
-
-
-
-def _block(shape, strides, itemsize: int = 4):
-    """``(trans, ld)`` of a 2-D block of ``shape`` with these byte strides for row-major cblas, or None
-    when it is neither a row-major nor a column-major block with a valid leading dimension (the
-    stride of an axis of length 1 does not matter: numpy gives such axes any)."""
-    (r, c), (s0, s1) = shape, (strides[0] // itemsize, strides[1] // itemsize)
-    if (c == 1 or s1 == 1) and (r == 1 or s0 >= max(1, c)):
-        return NO_TRANS, (s0 if r > 1 else max(1, c))
-    if (r == 1 or s0 == 1) and (c == 1 or s1 >= max(1, r)):
-        return TRANS, (s1 if c > 1 else max(1, r))
-    return None
-
-
-class Gemm:
-    """A split product's table of parts (constant once built: concurrent calls share it), called
-    with the operands' and output's base addresses."""
-
-    def __init__(self, parts: list[tuple], fn: int, team: Team):
-        t = self.table = np.zeros(_HEAD + len(parts) * _FIELDS, np.int64)
-        t[0], t[1] = len(parts), fn
-        for i, p in enumerate(parts):
-            t[_HEAD + i * _FIELDS:_HEAD + (i + 1) * _FIELDS] = p
-        self.parts = len(parts)
-        self.team = team
-        self.addr = t.ctypes.data
-
-    def __call__(self, a: int, b: int, c: int) -> None:
-        self.team.run(self.table, self.addr, a, b, c)
+def epilogue(key) -> int | None:
+    """The address of the compiled epilogue of activation ``key`` (:data:`EPILOGUES`; 0 for None), or
+    None for an activation it does not compile."""
+    f = _ADDRESSES.get(key, -1)
+    return None if f == -1 else (0 if f == 0 else f.address)
 
 
 def enabled() -> bool:
@@ -438,70 +95,7 @@ def enabled() -> bool:
     return os.environ.get(_ENV, "1") != "0"
 
 
-_teams: dict[int, Team] = {}
-_lock = threading.Lock()
-
-
-def _after_fork() -> None:
-    # a forked child has none of the workers: kernels built in the parent hand their calls to the
-    # child's own team (made on first use)
-    global _lock
-    for t in _teams.values():
-        t.forked = True
-    _teams.clear()
-    _lock = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_after_fork)
-
-
-def team(size: int) -> Team | None:
-    """The process's team of ``size`` threads (made on first use), or None: one thread, turned off,
-    or no ILP64 OpenBLAS of numpy's to call."""
-    if size <= 1 or not enabled() or sgemm_address() is None:
-        return None
-    t = _teams.get(size)
-    if t is None:
-        with _lock:
-            t = _teams.get(size)
-            if t is None:
-                t = _teams[size] = Team(size)
-    return t
-
-
-def batched_parts(a_shape, b_shape, a_strides, b_strides, threads: int):
-    """The parts of ``np.matmul(a, b)`` into a C-contiguous float32 output (offsets from the
-    operands' and output's addresses): one per entry of the broadcast batch, or, for fewer entries
-    than ``threads``, each entry's rows in ``threads`` blocks; None where an operand's matrices have
-    no contiguous axis (cblas cannot read them) or a shape is not a matrix stack."""
-    if len(a_shape) < 2 or len(b_shape) < 2:
-        return None
-    M, K = a_shape[-2:]
-    K2, N = b_shape[-2:]
-    if K != K2 or M == 0 or N == 0 or K == 0:
-        return None
-    blk_a, blk_b = _block((M, K), a_strides[-2:]), _block((K, N), b_strides[-2:])
-    if blk_a is None or blk_b is None:
-        return None
-    batch = tuple(np.broadcast_shapes(tuple(a_shape[:-2]), tuple(b_shape[:-2])))
-    nd = len(batch)
-
-    def eff(shape, strides):   # byte strides over the broadcast batch (0 where broadcast)
-        s = (1,) * (nd - len(shape) + 2) + tuple(shape[:-2])
-        st = (0,) * (nd - len(shape) + 2) + tuple(strides[:-2])
-        return [0 if d == 1 else x for d, x in zip(s, st)]
-    ea, eb = eff(a_shape, a_strides), eff(b_shape, b_strides)
-    entries = int(np.prod(batch, dtype=np.int64))
-    (ta, lda), (tb, ldb) = blk_a, blk_b
-    row_a = a_strides[-2]   # bytes from one row of a (an output row) to the next
-    parts = []
-    for e in range(entries):
-        idx = np.unravel_index(e, batch) if nd else ()
-        ao = sum(int(i) * s for i, s in zip(idx, ea))
-        bo = sum(int(i) * s for i, s in zip(idx, eb))
-        co = e * M * N * 4
-        blocks = [(0, M)] if entries >= threads or M < 2 * threads else [
-            (M * i // threads, M * (i + 1) // threads) for i in range(threads)]
-        for lo, hi in blocks:
-            parts.append((ao + lo * row_a, bo, co + lo * N * 4, 0, hi - lo, N, K, lda, ldb, N, ta, tb, 0))
-    return parts
+def team(size: int):
+    """The process's native team of ``size`` threads (the core's), or None: one thread, turned off, or
+    no ILP64 OpenBLAS of numpy's to call."""
+    return _core.team(size) if enabled() else None

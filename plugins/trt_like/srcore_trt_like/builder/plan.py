@@ -63,6 +63,8 @@ class Plan:
         self.contexts = contexts
         #: the NCHW16c runs and how each was decided (``tactics.layout_choice.RunChoice``; built plans only)
         self.layout_runs: list = []
+        #: which split steps run on the calling thread and how it was decided (``tactics.thread_plan``; built plans)
+        self.thread_choice = None
         #: tensor -> (the tensor whose memory it uses, byte offset in it): views and cat pieces
         self.root: dict[int, tuple[int, int]] = {}
         for layer in self.layers():

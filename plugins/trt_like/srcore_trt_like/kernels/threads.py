@@ -151,7 +151,7 @@ MAX_HOLD = 128
 #: process-wide counts (tests, ``benchmarks.tail``): regions run on their team, regions run on the
 #: calling thread alone because their layer waited recently, waits seen; ``held``: the solo regions
 #: of single-region kernels (``timed_on_team``), which the builder's timing watches
-COUNTS = {"team": 0, "solo": 0, "waits": 0, "held": 0}
+COUNTS = {"team": 0, "solo": 0, "waits": 0, "held": 0, "pinned": 0}
 
 
 class Governor:
@@ -185,6 +185,9 @@ class Governor:
     def team(self) -> int:
         """The threads for the next region (``n`` or 1)."""
         if self.n == 1:
+            return 1
+        if getattr(_tls, "solo", False):   # a step the engine's thread plan runs on the caller
+            COUNTS["pinned"] += 1
             return 1
         if self.hold > 0 and not (self.timed_on_team and getattr(_tls, "timing", False)):
             self.hold -= 1
@@ -221,6 +224,27 @@ class Governor:
         out = region(*args)
         self.record(team, self.clock() - t0)
         return out
+
+
+def run_solo(fn):
+    """``fn`` with every governed region it launches on the calling thread alone (the plan's thread
+    choice, ``tactics/thread_plan.py``: a split that loses in the engine's sequence). The parts do
+    not depend on the team, so the bits are the split's. Keeps the attributes ``builder/plan.py``
+    reads (``same_arrays``, ``blas_held``: the unheld kernel, pinned too)."""
+    def solo(*args):
+        was = getattr(_tls, "solo", False)
+        _tls.solo = True
+        try:
+            return fn(*args)
+        finally:
+            _tls.solo = was
+    solo.pinned = fn
+    if getattr(fn, "same_arrays", False):
+        solo.same_arrays = fn.same_arrays
+    inner = getattr(fn, "blas_held", None)
+    if inner is not None:
+        solo.blas_held = run_solo(inner)
+    return solo
 
 
 class timing_on_team:

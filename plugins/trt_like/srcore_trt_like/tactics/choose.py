@@ -47,6 +47,9 @@ from .timing import random_input as _random
 
 log = logging.getLogger("srcore.trt_like")
 
+#: the suffix of a tactic run on the calling thread by the plan's thread choice (``thread_plan.SOLO``)
+SOLO = "@1t"
+
 
 def candidates(layer: Layer, net: Network) -> list[Candidate]:
     """Every implementation that applies to ``layer``, best guess first."""
@@ -107,11 +110,18 @@ def choose_tactics(net: Network, options: dict[str, Any], *, name: str = "engine
             # a stored plan names its tactics in the pool it was built for: offer both pools' names
             by_name = {c.name: c for c in pools.candidates(layer, POOL)}
             by_name.update((c.name, c) for c in pools.candidates(layer, BLAS) if c.name not in by_name)
+            # a step the plan's thread choice runs on the calling thread (``thread_plan.SOLO``)
+            solo = isinstance(tactic, str) and tactic.endswith(SOLO)
+            if solo:
+                tactic = tactic[:-len(SOLO)]
             if tactic not in by_name:
                 raise StaleChoice(f"its {layer.kind} layer ({layer.source or 'no source'}) uses tactic {tactic!r}, "
                                   f"which this process does not offer for it (offered: {', '.join(by_name)})")
             c = by_name[tactic]
             kernel = c.restore(layout) if layout and c.restore is not None else c.build()
+            if solo:
+                steps.append(Step(layer, c.name + SOLO, _threads.run_solo(kernel.fn), c.precision, kernel.layout))
+                continue
             steps.append(Step(layer, c.name, kernel.fn, c.precision, kernel.layout))
             continue
         cands = pools.candidates(layer, pool)

@@ -8,8 +8,8 @@ tactics are tested against).
 from __future__ import annotations
 
 from ..builder.network import Layer, Network
-from . import (attention, blas_team, block_fuse, conv, conv1d, conv3d, conv_pool, data, int8, mkl, nn, numpy_layers, pointwise,
-               segment, sgemm, squeeze_excite, transposed)
+from . import (attention, blas_team, block_fuse, conv, conv1d, conv3d, conv_pool, data, int8, mkl, native, nn,
+               numpy_layers, pointwise, segment, sgemm, squeeze_excite, transposed)
 from .records import Candidate, Tactic, simple
 
 TACTICS: tuple[Tactic, ...] = (
@@ -37,6 +37,7 @@ TACTICS: tuple[Tactic, ...] = (
     Tactic("gemm", "numpy", simple("numpy", numpy_layers.gemm, blas="openblas")),
     Tactic("gemm", "numpy_split", blas_team.gemm_candidates),
     Tactic("gemm", "packed_sgemm", sgemm.gemm_candidates, threaded=sgemm.threaded),
+    Tactic("gemm", "native", native.gemm_candidates),
     Tactic("attention", "mkl", mkl.attention_candidates),
     Tactic("attention", "numba", simple("numba", nn.attention, blas="openblas")),
     Tactic("attention", "numpy", simple("numpy", numpy_layers.attention, blas="openblas")),
