@@ -97,6 +97,8 @@ ENGINE_RUNNERS = {
         f"{t}{suffix}" for t in ("pointwise_sgemm_omp", "dense_tile_nchw16c_omp") for suffix in ("", "+max_pool")]}),
     # permutes by numpy's transposed copy only (before transpose_tiles, tactics/data.py): A/B of that tactic
     "trt_like_no_transpose_tiles": (("trt_like", "cpu"), {"exclude_tactics": ["transpose_tiles"]}),
+    # without a mobile net's blocks as one split step each (tactics/block_fuse.py): A/B of the fused blocks
+    "trt_like_no_block_fuse": (("trt_like", "cpu"), {"exclude_tactics": ["block_omp"]}),
     # without the NCHW16c layout between convs (builder/layout.py): A/B of the layout
     "trt_like_nchw": (("trt_like", "cpu"), {"nchwc": False}),
     # the layout forced on wherever it applies (the default times it per run of layers)
@@ -118,7 +120,8 @@ RUNNERS = (*PEER_RUNNERS, *SRCORE_RUNNERS, *ENGINE_RUNNERS, *ONNX_RUNNERS)
 AB_ONLY_RUNNERS = ("trt_like_nchw", "trt_like_nchwc", "trt_like_nchwc_rows", "trt_like_rows_forced", "trt_like_no_h8",
                    "trt_like_no_h8_split", "trt_like_nchwc_all_splits", "trt_like_no_sgemm",
                    "trt_like_no_wino_sgemm", "trt_like_no_sgemm_split", "trt_like_no_tile_2t", "trt_like_no_tile_split",
-                   "trt_like_noplan", "trt_like_rows_forced_noplan", "trt_like_no_transpose_tiles")
+                   "trt_like_noplan", "trt_like_rows_forced_noplan", "trt_like_no_transpose_tiles",
+                   "trt_like_no_block_fuse")
 
 
 #: runners whose output must be within this of torch eager's (relative to its largest value) to be

@@ -40,6 +40,7 @@ from .kernels.contexts import CONTEXTS
 from .kernels.resident import release_compiler_code
 from .store import PlanStore, release_pages
 from .tactics.layout_choice import choose_layout
+from .tactics.block_fuse import fuse_blocks
 from .tactics.segment import compile_small, compile_untimed
 from .tactics.thread_plan import choose_threads
 
@@ -322,6 +323,7 @@ def make_plan(segment, shapes, options: dict[str, Any], name: str) -> Plan:
         # compilable layers never read a blocked tensor)
         steps = compile_small(net, steps, options, name, CONTEXTS, min_run=LONG_RUN if runs else 2,
                               whole=not tried)
+        steps = fuse_blocks(net, steps, options, name, CONTEXTS)   # (at more than one thread, timed)
     steps, threads = choose_threads(net, steps, options, name)
     plan = Plan(net, steps, CONTEXTS)
     plan.layout_runs = runs

@@ -99,7 +99,9 @@ OTHER_TACTICS = ("packed_gemm_max_pool", "mkl_packed", "mkl_split", "mkl", "numb
                  # ... split over the OpenMP team at more than one intra-op thread (kernels/sgemm_split.py)
                  "packed_sgemm_split", "packed_sgemm16_split",
                  # permutes that are batches of matrix transposes, through 8 x 8 register blocks (tactics/data.py)
-                 "transpose_tiles")
+                 "transpose_tiles",
+                 # a mobile net's inverted-residual blocks as one split step each (tactics/block_fuse.py)
+                 "block_omp")
 
 
 def tactic_names() -> list[str]:

@@ -8,8 +8,8 @@ tactics are tested against).
 from __future__ import annotations
 
 from ..builder.network import Layer, Network
-from . import (attention, blas_team, conv, conv1d, conv3d, conv_pool, data, int8, mkl, native, nn, numpy_layers,
-               pointwise, segment, sgemm, squeeze_excite, transposed)
+from . import (attention, blas_team, block_fuse, conv, conv1d, conv3d, conv_pool, data, int8, mkl, native, nn,
+               numpy_layers, pointwise, segment, sgemm, squeeze_excite, transposed)
 from .records import Candidate, Tactic, simple
 
 TACTICS: tuple[Tactic, ...] = (
@@ -46,6 +46,7 @@ TACTICS: tuple[Tactic, ...] = (
     Tactic("attention_heads", "numpy", simple("numpy", attention.heads_numpy, blas="openblas")),
     Tactic("attention_heads", "numba", simple("numba", attention.heads_numba)),
     Tactic("squeeze_excite", "numba", simple("numba", squeeze_excite.squeeze_excite)),
+    Tactic(block_fuse.KIND, block_fuse.NAME, block_fuse.candidates),
     Tactic("fused_pointwise", "numba", pointwise.candidates),
     Tactic("fused_pointwise", "numpy", simple("numpy", numpy_layers.fused_pointwise)),
     Tactic("softmax", "numba", simple("numba", nn.softmax)),
