@@ -297,7 +297,7 @@ def test_engine_threads_reports_layers_and_the_cpu_of_each_thread(tmp_path):
     assert r["layers"] and all("[" in label and ms > 0 for label, ms in r["layers"])
     (caller,) = [ms for name, ms in r["cpu_ms_per_call"].items() if name.startswith("caller")]
     assert 0 < caller
-    assert r["governors"] == {"team": 0, "solo": 0, "waits": 0, "held": 0}   # one thread: no team regions
+    assert r["governors"] == {"team": 0, "solo": 0, "waits": 0, "held": 0, "pinned": 0}   # one thread: no team regions
 
 
 @pytest.mark.one_pass
