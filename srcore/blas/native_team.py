@@ -60,6 +60,13 @@ _HEAD = 2
 _ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112
 
 
+def _slot(context, builder, signature, args):
+    """The address of ``flags[i]`` (an intrinsic's first two arguments)."""
+    ary = context.make_array(signature.args[0])(context, builder, args[0])
+    idx = context.cast(builder, args[1], signature.args[1], types.intp)
+    return builder.gep(ary.data, [idx])
+
+
 @intrinsic
 def _load_acquire(typingctx, flags, i):
     """``flags[i]`` read atomically (re-read from memory on every call)."""
@@ -67,9 +74,8 @@ def _load_acquire(typingctx, flags, i):
         return None
 
     def codegen(context, builder, signature, args):
-        ary = context.make_array(signature.args[0])(context, builder, args[0])
-        idx = context.cast(builder, args[1], signature.args[1], types.intp)
-        return builder.load_atomic(builder.gep(ary.data, [idx]), "acquire", 8)
+        slot = _slot(context, builder, signature, args)
+        return builder.load_atomic(slot, "acquire", 8)
     return types.int64(flags, i), codegen
 
 
@@ -80,10 +86,9 @@ def _store_release(typingctx, flags, i, value):
         return None
 
     def codegen(context, builder, signature, args):
-        ary = context.make_array(signature.args[0])(context, builder, args[0])
-        idx = context.cast(builder, args[1], signature.args[1], types.intp)
+        slot = _slot(context, builder, signature, args)
         val = context.cast(builder, args[2], signature.args[2], types.int64)
-        builder.store_atomic(val, builder.gep(ary.data, [idx]), "release", 8)
+        builder.store_atomic(val, slot, "release", 8)
         return context.get_dummy_value()
     return types.void(flags, i, value), codegen
 
@@ -95,11 +100,10 @@ def _cas(typingctx, flags, i, expected, new):
         return None
 
     def codegen(context, builder, signature, args):
-        ary = context.make_array(signature.args[0])(context, builder, args[0])
-        idx = context.cast(builder, args[1], signature.args[1], types.intp)
+        slot = _slot(context, builder, signature, args)
         exp = context.cast(builder, args[2], signature.args[2], types.int64)
         new_ = context.cast(builder, args[3], signature.args[3], types.int64)
-        res = builder.cmpxchg(builder.gep(ary.data, [idx]), exp, new_, "acq_rel", "monotonic")
+        res = builder.cmpxchg(slot, exp, new_, "acq_rel", "monotonic")
         return builder.extract_value(res, 1)
     return types.boolean(flags, i, expected, new), codegen
 
@@ -111,10 +115,9 @@ def _add(typingctx, flags, i, value):
         return None
 
     def codegen(context, builder, signature, args):
-        ary = context.make_array(signature.args[0])(context, builder, args[0])
-        idx = context.cast(builder, args[1], signature.args[1], types.intp)
+        slot = _slot(context, builder, signature, args)
         val = context.cast(builder, args[2], signature.args[2], types.int64)
-        builder.atomic_rmw("add", builder.gep(ary.data, [idx]), val, "acq_rel")
+        builder.atomic_rmw("add", slot, val, "acq_rel")
         return context.get_dummy_value()
     return types.void(flags, i, value), codegen
 
