@@ -321,7 +321,7 @@ def test_engine_gap_splits_a_call_into_glue_and_layers(tmp_path):
     from benchmarks import engine_gap
     from numba.core.registry import CPUDispatcher
 
-    import srcore_trt_like.tactics.squeeze_excite as se
+    import srcore_trt_like.kernels.squeeze_excite as se
 
     row = engine_gap.measure("mlp_tiny", tmp_path, rounds=1)
     assert row["layers"] == sum(s.fn is not None for s in row["_plan"].steps) > 0

@@ -19,10 +19,10 @@ from numba import njit, prange
 
 from srcore.plugin import packed_call as _pc
 
-from ..tactics.squeeze_excite import _excite, _pool_blocked
 from .jit import JIT, PARALLEL_JIT
 from .parallel import _part
 from .simd import LANES, vload, vmul, vstore
+from .squeeze_excite import _excite, _pool_blocked
 
 _call = _pc.call_at
 
@@ -30,7 +30,7 @@ _call = _pc.call_at
 @njit(**JIT)
 def scale_range(d, s, base, B, P, q0, q1):
     """``d[base:]`` (B blocks of P pixels x 16, NCHW16c) times ``s`` (B * 16,) per channel, pixels
-    ``q0 <= p < q1`` only: :func:`..tactics.squeeze_excite._scale_blocked`'s multiply, in place."""
+    ``q0 <= p < q1`` only: :func:`.squeeze_excite._scale_blocked`'s multiply, in place."""
     for b in range(B):
         g = vload(s, b * LANES)
         o = base + b * P * LANES
