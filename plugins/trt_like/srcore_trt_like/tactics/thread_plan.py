@@ -130,6 +130,9 @@ def sequence_timer(calls: list[tuple[int, Callable, tuple]], sequences: int = SE
                 names = list(seqs)
                 r = attempt % len(names)
                 for name in names[r:] + names[:r]:
+                    # once untimed: the sequence before was another variant's, whose solo stretches let
+                    # the team's workers fall asleep; back-to-back calls of one plan find them spinning
+                    _run(seqs[name])
                     d0 = _clock.thread_delays()
                     times = _run(seqs[name])
                     waited = _clock.delay_between(d0, _clock.thread_delays())
